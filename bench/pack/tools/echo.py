@@ -1,0 +1,35 @@
+"""Bench tool `echo`: three properties in, the same three out.
+
+The smallest realistic call: what is left is the service's own cost
+(HTTP, envelope parsing, a tiny schema, logging, the answer).
+"""
+
+from kindgi import tool
+
+INPUT = {
+    "type": "object",
+    "properties": {
+        "text": {"type": "string", "maxLength": 1000},
+        "count": {"type": "integer", "minimum": 0},
+        "loud": {"type": "boolean"},
+    },
+    "required": ["text", "count", "loud"],
+    "additionalProperties": False,
+}
+
+OUTPUT = {
+    "type": "object",
+    "properties": {
+        "text": {"type": "string"},
+        "count": {"type": "integer"},
+        "loud": {"type": "boolean"},
+    },
+    "required": ["text", "count", "loud"],
+}
+
+
+@tool(id="echo", version="1.0.0", input=INPUT, output=OUTPUT)
+def echo(input, ctx):
+    """Return the input as it came."""
+    text = input["text"].upper() if input["loud"] else input["text"]
+    return {"text": text, "count": input["count"], "loud": input["loud"]}

@@ -1,0 +1,2465 @@
+"""JSON Schema draft 2020-12 validation whose issues are shaped exactly like Ajv's.
+
+The pack service validates every tool input and output and every check config.  The
+runtime that receives the issues was built against the TypeScript service, which uses
+Ajv (``allErrors: true``, ``allowUnionTypes: true``, ajv-formats in full mode, and
+``useDefaults`` on the input side).  This module gives the same answers with the
+standard library only:
+
+    v = SchemaValidator(schema)            # compiles once; SchemaError if unusable
+    v.issues(instance)                     # every issue, in Ajv's order
+    v.is_valid(instance)                   # stops at the first failure
+    v.apply_defaults(instance)             # a new value, defaults filled like Ajv
+    apply_defaults(schema, instance)       # the same, compiling (and caching) first
+    check_schema(schema)                   # raises SchemaError or returns None
+
+A schema is compiled into closures: each keyword has a small compile function in a
+table (``_KEYWORDS``) that returns a checker ``check(instance, path, errors, ann)``;
+a schema object becomes one closure that runs its checkers in the order Ajv runs
+them (untyped keywords first, then the number, string, array and object groups).
+``errors`` is a list to append issues to, or None when only validity matters;
+``path`` is the instance location as a linked tuple ``(parent, key)`` rendered only
+when an issue is made; ``ann`` collects the properties and items a schema evaluated,
+for ``unevaluatedProperties``/``unevaluatedItems``, and is None when nobody asks.
+
+Where Ajv departs from the specification in ways a Python service should not copy
+(JavaScript prototype property names, stack overflows on relative ``$id`` refs,
+``$dynamicRef`` limited to the function root, ``contains`` marking every item as
+evaluated) this module follows the specification; docs/schema_lite.md lists them.
+"""
+
+import re
+import sys
+import threading
+import unicodedata
+from decimal import Decimal
+from urllib.parse import quote, unquote
+
+__all__ = ["SchemaError", "SchemaValidator", "apply_defaults", "check_schema"]
+
+
+class SchemaError(Exception):
+    """A schema that cannot be used; the message names the keyword and its location."""
+
+    def __init__(self, message, keyword=None, schema_path=None):
+        super().__init__(message)
+        self.keyword = keyword
+        self.schema_path = schema_path
+
+
+def _schema_error(keyword, spath, detail):
+    """Build a SchemaError whose text says which keyword, where, and why."""
+    return SchemaError('"%s" at %s: %s' % (keyword, spath, detail), keyword, spath)
+
+
+# ---------------------------------------------------------------------------
+# JSON values as JavaScript sees them
+# ---------------------------------------------------------------------------
+
+_MAXF = sys.float_info.max
+_INF = float("inf")
+_INDEX_KEY = re.compile(r"(?:0|[1-9][0-9]{0,9})\Z")
+
+
+def _is_index_key(key):
+    """True for keys JavaScript enumerates first, as array indices."""
+    return _INDEX_KEY.match(key) is not None and int(key) < 4294967295
+
+
+def _js_keys(obj):
+    """The keys of a dict in JavaScript for-in order: integer-like keys first, ascending."""
+    keys = list(obj)
+    for key in keys:
+        if key[:1].isdigit():
+            break
+    else:
+        return keys
+    index = sorted((k for k in keys if _is_index_key(k)), key=int)
+    if not index:
+        return keys
+    taken = set(index)
+    return index + [k for k in keys if k not in taken]
+
+
+def _is_number(x):
+    """A finite JSON number (JavaScript has no room for larger integers)."""
+    t = type(x)
+    if t is int:
+        return -_MAXF <= x <= _MAXF
+    return t is float and x - x == 0
+
+
+def _is_integer(x):
+    t = type(x)
+    if t is int:
+        return -_MAXF <= x <= _MAXF
+    return t is float and x - x == 0 and x.is_integer()
+
+
+def _kind(x):
+    """The JSON type name of x, "integer" for integral numbers, None for anything else."""
+    t = type(x)
+    if t is str:
+        return "string"
+    if t is dict:
+        return "object"
+    if t is list:
+        return "array"
+    if t is bool:
+        return "boolean"
+    if x is None:
+        return "null"
+    if t is int or t is float:
+        if not _is_number(x):
+            return None
+        return "integer" if t is int or x.is_integer() else "number"
+    if isinstance(x, str):
+        return "string"
+    if isinstance(x, dict):
+        return "object"
+    if isinstance(x, (list, tuple)):
+        return "array"
+    return None
+
+
+def _json_equal(a, b):
+    """Equality as JSON sees it: 1 == 1.0, true != 1, objects ignore key order."""
+    ta = type(a)
+    tb = type(b)
+    if ta is bool or tb is bool:
+        return ta is tb and a == b
+    if ta is dict:
+        if tb is not dict or len(a) != len(b):
+            return False
+        for key, value in a.items():
+            if key not in b or not _json_equal(value, b[key]):
+                return False
+        return True
+    if ta is list:
+        if tb is not list or len(a) != len(b):
+            return False
+        for x, y in zip(a, b):
+            if not _json_equal(x, y):
+                return False
+        return True
+    if ta in (int, float):
+        return tb in (int, float) and a == b
+    return ta is tb and a == b
+
+
+def _canon(x):
+    """A hashable key such that equal keys mean JSON-equal values."""
+    t = type(x)
+    if t is str:
+        return x
+    if t is bool:
+        return (bool, x)
+    if t is int or t is float:
+        return (float, x)
+    if t is list:
+        return (list, tuple([_canon(v) for v in x]))
+    if t is dict:
+        return (dict, frozenset([(k, _canon(v)) for k, v in x.items()]))
+    return (None, x)
+
+
+def _js_number_text(x):
+    """Number.prototype.toString(): how a number reads in an Ajv message."""
+    if type(x) is int:
+        if -2 ** 53 <= x <= 2 ** 53:
+            return str(x)
+        try:
+            x = float(x)
+        except OverflowError:
+            return "Infinity" if x > 0 else "-Infinity"
+    if x != x:
+        return "NaN"
+    if x in (_INF, -_INF):
+        return "Infinity" if x > 0 else "-Infinity"
+    if x == 0:
+        return "0"
+    sign, digits, exp = Decimal(repr(x)).as_tuple()
+    digits = "".join(map(str, digits))
+    stripped = digits.rstrip("0")
+    exp += len(digits) - len(stripped)
+    digits = stripped.lstrip("0")
+    k = len(digits)
+    point = k + exp
+    if k <= point <= 21:
+        text = digits + "0" * (point - k)
+    elif 0 < point <= 21:
+        text = digits[:point] + "." + digits[point:]
+    elif -6 < point <= 0:
+        text = "0." + "0" * (-point) + digits
+    else:
+        e = point - 1
+        text = digits[0] + ("." + digits[1:] if k > 1 else "") + "e" + ("+" if e >= 0 else "-") + str(abs(e))
+    return ("-" if sign else "") + text
+
+
+def _js_value(x):
+    """A schema value as JavaScript would print it back: 2.0 is 2, huge numbers are doubles."""
+    t = type(x)
+    if t is float:
+        if x.is_integer() and abs(x) < 2 ** 53:
+            return int(x)
+        return x if x - x == 0 else None
+    if t is int:
+        if -2 ** 53 <= x <= 2 ** 53:
+            return x
+        try:
+            return float(x)
+        except OverflowError:
+            return None
+    if t is list:
+        return [_js_value(v) for v in x]
+    if t is dict:
+        return {k: _js_value(v) for k, v in x.items()}
+    return x
+
+
+def _copy(value):
+    """A deep copy of a JSON value (lists and dicts rebuilt, scalars shared)."""
+    try:
+        return _copy_rec(value)
+    except RecursionError:
+        return _copy_iter(value)
+
+
+def _copy_rec(v):
+    t = type(v)
+    if t is dict:
+        return {k: _copy_rec(x) for k, x in v.items()}
+    if t is list:
+        return [_copy_rec(x) for x in v]
+    return v
+
+
+def _copy_iter(value):
+    """The same copy without recursion, for values nested deeper than the stack."""
+    def fresh(v):
+        return {} if type(v) is dict else [] if type(v) is list else v
+
+    top = fresh(value)
+    stack = [(value, top)] if top is not value else []
+    while stack:
+        src, dst = stack.pop()
+        items = src.items() if type(src) is dict else enumerate(src)
+        for key, v in items:
+            new = fresh(v)
+            if type(dst) is dict:
+                dst[key] = new
+            else:
+                dst.append(new)
+            if new is not v:
+                stack.append((v, new))
+    return top
+
+
+# ---------------------------------------------------------------------------
+# Locations: instance paths, schema paths and URIs
+# ---------------------------------------------------------------------------
+
+
+def _render_path(path):
+    """Turn a linked (parent, key) path into a JSON pointer, like Ajv's instancePath."""
+    if path is None:
+        return ""
+    keys = []
+    while path is not None:
+        path, key = path
+        keys.append(key)
+    keys.reverse()
+    return "".join(
+        "/" + (k.replace("~", "~0").replace("/", "~1") if type(k) is str else str(k))
+        for k in keys
+    )
+
+
+def _fragment(key):
+    """A schema-path segment: JSON-pointer escaped, then encodeURIComponent'ed."""
+    if type(key) is int:
+        return str(key)
+    return quote(key.replace("~", "~0").replace("/", "~1"), safe="-_.!~*'()")
+
+
+_URI_PARTS = re.compile(r"(?:([A-Za-z][A-Za-z0-9+.\-]*):)?(?://([^/?#]*))?([^?#]*)(?:\?([^#]*))?(?:#(.*))?\Z", re.S)
+
+
+def _remove_dots(path):
+    out = []
+    for seg in path.split("/"):
+        if seg == "..":
+            if len(out) > 1:
+                out.pop()
+        elif seg != ".":
+            out.append(seg)
+    if path.split("/")[-1] in (".", ".."):
+        out.append("")
+    return "/".join(out)
+
+
+def _resolve_uri(base, ref):
+    """RFC 3986 reference resolution (section 5.2.2)."""
+    scheme, auth, path, query, frag = _URI_PARTS.match(ref).groups()
+    if scheme is None:
+        bscheme, bauth, bpath, bquery, _ = _URI_PARTS.match(base).groups()
+        scheme = bscheme
+        if auth is None:
+            auth = bauth
+            if path == "":
+                path = bpath
+                if query is None:
+                    query = bquery
+            else:
+                if not path.startswith("/"):
+                    if bauth is not None and bpath == "":
+                        path = "/" + path
+                    else:
+                        path = bpath[: bpath.rfind("/") + 1] + path
+                path = _remove_dots(path)
+        else:
+            path = _remove_dots(path)
+    else:
+        path = _remove_dots(path)
+    out = (scheme + ":" if scheme is not None else "") + ("//" + auth if auth is not None else "") + path
+    if query is not None:
+        out += "?" + query
+    if frag is not None:
+        out += "#" + frag
+    return out
+
+
+def _normalize_id(uri):
+    """Ajv's normalizeId: drop an empty fragment ("#" or "#/")."""
+    if uri.endswith("#/"):
+        return uri[:-2]
+    if uri.endswith("#"):
+        return uri[:-1]
+    return uri
+
+
+def _split_fragment(uri):
+    doc, _, frag = uri.partition("#")
+    return doc, frag
+
+
+# ---------------------------------------------------------------------------
+# ECMAScript regular expressions translated to Python's re
+# ---------------------------------------------------------------------------
+
+_JS_SPACE = [(0x09, 0x0D), (0x20, 0x20), (0xA0, 0xA0), (0x1680, 0x1680), (0x2000, 0x200A),
+             (0x2028, 0x2029), (0x202F, 0x202F), (0x205F, 0x205F), (0x3000, 0x3000), (0xFEFF, 0xFEFF)]
+_CLASS_ESCAPES = {
+    "d": [(0x30, 0x39)],
+    "w": [(0x30, 0x39), (0x41, 0x5A), (0x5F, 0x5F), (0x61, 0x7A)],
+    "s": _JS_SPACE,
+}
+_LINE_ENDS = [(0x0A, 0x0A), (0x0D, 0x0D), (0x2028, 0x2029)]
+_SYNTAX_CHARS = "^$\\.*+?()[]{}|/"
+_SIMPLE_ESCAPES = {"t": 0x09, "n": 0x0A, "v": 0x0B, "f": 0x0C, "r": 0x0D}
+_QUANTIFIER = re.compile(r"\{([0-9]+)(,([0-9]*))?\}")
+_GROUP_NAME = re.compile(r"[A-Za-z_$][A-Za-z0-9_$]*")
+_GENERAL_CATEGORIES = {
+    "L": "L", "Letter": "L", "LC": "LC", "Cased_Letter": "LC", "Lu": "Lu", "Uppercase_Letter": "Lu",
+    "Ll": "Ll", "Lowercase_Letter": "Ll", "Lt": "Lt", "Titlecase_Letter": "Lt", "Lm": "Lm",
+    "Modifier_Letter": "Lm", "Lo": "Lo", "Other_Letter": "Lo", "M": "M", "Mark": "M",
+    "Combining_Mark": "M", "Mn": "Mn", "Nonspacing_Mark": "Mn", "Mc": "Mc", "Spacing_Mark": "Mc",
+    "Me": "Me", "Enclosing_Mark": "Me", "N": "N", "Number": "N", "Nd": "Nd", "Decimal_Number": "Nd",
+    "digit": "Nd", "Nl": "Nl", "Letter_Number": "Nl", "No": "No", "Other_Number": "No",
+    "P": "P", "Punctuation": "P", "punct": "P", "Pc": "Pc", "Connector_Punctuation": "Pc",
+    "Pd": "Pd", "Dash_Punctuation": "Pd", "Ps": "Ps", "Open_Punctuation": "Ps", "Pe": "Pe",
+    "Close_Punctuation": "Pe", "Pi": "Pi", "Initial_Punctuation": "Pi", "Pf": "Pf",
+    "Final_Punctuation": "Pf", "Po": "Po", "Other_Punctuation": "Po", "S": "S", "Symbol": "S",
+    "Sm": "Sm", "Math_Symbol": "Sm", "Sc": "Sc", "Currency_Symbol": "Sc", "Sk": "Sk",
+    "Modifier_Symbol": "Sk", "So": "So", "Other_Symbol": "So", "Z": "Z", "Separator": "Z",
+    "Zs": "Zs", "Space_Separator": "Zs", "Zl": "Zl", "Line_Separator": "Zl", "Zp": "Zp",
+    "Paragraph_Separator": "Zp", "C": "C", "Other": "C", "Cc": "Cc", "Control": "Cc", "cntrl": "Cc",
+    "Cf": "Cf", "Format": "Cf", "Cs": "Cs", "Surrogate": "Cs", "Co": "Co", "Private_Use": "Co",
+    "Cn": "Cn", "Unassigned": "Cn",
+}
+_category_ranges = {}
+_category_lock = threading.Lock()
+
+
+def _category_table():
+    """Code point ranges per Unicode general category, built once on first use."""
+    with _category_lock:
+        if not _category_ranges:
+            table = {}
+            start, current = 0, unicodedata.category("\0")
+            for cp in range(1, 0x110001):
+                cat = unicodedata.category(chr(cp)) if cp < 0x110000 else None
+                if cat != current:
+                    table.setdefault(current, []).append((start, cp - 1))
+                    start, current = cp, cat
+            _category_ranges.update(table)
+    return _category_ranges
+
+
+def _property_ranges(name):
+    """Ranges for \\p{name}; a ValueError for properties Python's unicodedata cannot tell."""
+    if name.startswith(("General_Category=", "gc=")):
+        name = name.split("=", 1)[1]
+    if name == "Any":
+        return [(0, 0x10FFFF)]
+    if name == "ASCII":
+        return [(0, 0x7F)]
+    if name in ("Assigned",):
+        return _complement(_category_table().get("Cn", []))
+    cat = _GENERAL_CATEGORIES.get(name)
+    if cat is None:
+        raise ValueError("Invalid property name (unsupported here: %s)" % name)
+    table = _category_table()
+    if cat == "LC":
+        wanted = ("Lu", "Ll", "Lt")
+    elif len(cat) == 1:
+        wanted = [c for c in table if c.startswith(cat)]
+    else:
+        wanted = (cat,)
+    ranges = []
+    for c in wanted:
+        ranges.extend(table.get(c, []))
+    return _merge_ranges(ranges)
+
+
+def _merge_ranges(ranges):
+    out = []
+    for lo, hi in sorted(ranges):
+        if out and lo <= out[-1][1] + 1:
+            if hi > out[-1][1]:
+                out[-1] = (out[-1][0], hi)
+        else:
+            out.append((lo, hi))
+    return out
+
+
+def _complement(ranges):
+    out, nxt = [], 0
+    for lo, hi in _merge_ranges(ranges):
+        if lo > nxt:
+            out.append((nxt, lo - 1))
+        nxt = hi + 1
+    if nxt <= 0x10FFFF:
+        out.append((nxt, 0x10FFFF))
+    return out
+
+
+def _class_text(ranges):
+    """A Python character class body for code point ranges."""
+    parts = []
+    for lo, hi in ranges:
+        parts.append("\\U%08x" % lo if lo == hi else "\\U%08x-\\U%08x" % (lo, hi))
+    return "".join(parts)
+
+
+def _class_of(ranges, negate=False):
+    if not ranges:
+        return "(?s:.)" if negate else "(?!)"
+    return "[" + ("^" if negate else "") + _class_text(ranges) + "]"
+
+
+class _RegexTranslator:
+    """Translate one ECMAScript pattern (flag "u" or not) into Python re syntax.
+
+    Python's re differs where it matters for schemas: ``$`` also matches before a
+    final newline, ``\\d``/``\\w``/``\\s`` are Unicode-aware, ``.`` matches ``\\r``,
+    and ``[^]``/``[]``/``{`` parse differently.  Everything is rewritten into explicit
+    classes; what cannot be expressed raises ValueError with ECMAScript's wording.
+    """
+
+    def __init__(self, source, unicode):
+        self.src = source
+        self.u = unicode
+        self.i = 0
+        self.names = set(_GROUP_NAME.findall("".join(re.findall(r"\(\?<([A-Za-z_$][A-Za-z0-9_$]*)>", source))))
+
+    def translate(self):
+        out = []
+        depth = 0
+        src, n = self.src, len(self.src)
+        while self.i < n:
+            ch = src[self.i]
+            self.i += 1
+            if ch == "\\":
+                out.append(self.escape())
+            elif ch == "[":
+                out.append(self.char_class())
+            elif ch == "(":
+                depth += 1
+                out.append(self.group_open())
+            elif ch == ")":
+                depth -= 1
+                if depth < 0:
+                    raise ValueError("Unmatched ')'")
+                out.append(")")
+            elif ch == ".":
+                out.append(_class_of(_LINE_ENDS, negate=True))
+            elif ch == "$":
+                out.append("\\Z")
+            elif ch == "^":
+                out.append("\\A")
+            elif ch in "*+?|":
+                out.append(ch)
+            elif ch == "{":
+                m = _QUANTIFIER.match(src, self.i - 1)
+                if m:
+                    if m.group(3) and int(m.group(1)) > int(m.group(3)):
+                        raise ValueError("numbers out of order in {} quantifier")
+                    out.append(m.group(0))
+                    self.i = m.end()
+                elif self.u:
+                    raise ValueError("Incomplete quantifier")
+                else:
+                    out.append("\\{")
+            elif ch in "}]":
+                if self.u:
+                    raise ValueError("Lone quantifier brackets")
+                out.append("\\" + ch)
+            else:
+                out.append(re.escape(ch))
+        if depth > 0:
+            raise ValueError("Unterminated group")
+        return "".join(out)
+
+    def group_open(self):
+        src = self.src
+        for lead in ("?:", "?=", "?!", "?<=", "?<!"):
+            if src.startswith(lead, self.i):
+                self.i += len(lead)
+                return "(" + lead
+        if src.startswith("?<", self.i):
+            m = _GROUP_NAME.match(src, self.i + 2)
+            if not m or not src.startswith(">", m.end()):
+                raise ValueError("Invalid capture group name")
+            self.i = m.end() + 1
+            return "(?P<%s>" % m.group(0).replace("$", "_S_")
+        if src.startswith("?", self.i):
+            raise ValueError("Invalid group")
+        return "("
+
+    def code_point_escape(self, c):
+        """\\x, \\u, \\c, \\0 and the simple escapes: a code point, or None when not one."""
+        src = self.src
+        if c in _SIMPLE_ESCAPES:
+            return _SIMPLE_ESCAPES[c]
+        if c == "0" and not src[self.i:self.i + 1].isdigit():
+            return 0
+        if c == "c":
+            nxt = src[self.i:self.i + 1]
+            if nxt.isascii() and nxt.isalpha():
+                self.i += 1
+                return ord(nxt) % 32
+            if self.u:
+                raise ValueError("Invalid unicode escape")
+            self.i -= 1
+            return ord("\\")
+        if c == "x":
+            h = src[self.i:self.i + 2]
+            if len(h) == 2 and all(ch in "0123456789abcdefABCDEF" for ch in h):
+                self.i += 2
+                return int(h, 16)
+            if self.u:
+                raise ValueError("Invalid escape")
+            return ord("x")
+        if c == "u":
+            return self.unicode_escape()
+        return None
+
+    def unicode_escape(self):
+        src = self.src
+        if self.u and src.startswith("{", self.i):
+            end = src.find("}", self.i)
+            h = src[self.i + 1:end] if end > 0 else ""
+            if not h or any(ch not in "0123456789abcdefABCDEF" for ch in h) or int(h, 16) > 0x10FFFF:
+                raise ValueError("Invalid Unicode escape")
+            self.i = end + 1
+            return int(h, 16)
+        h = src[self.i:self.i + 4]
+        if len(h) == 4 and all(ch in "0123456789abcdefABCDEF" for ch in h):
+            self.i += 4
+            cp = int(h, 16)
+            if self.u and 0xD800 <= cp <= 0xDBFF and src.startswith("\\u", self.i):
+                low = src[self.i + 2:self.i + 6]
+                if len(low) == 4 and all(ch in "0123456789abcdefABCDEF" for ch in low):
+                    lo = int(low, 16)
+                    if 0xDC00 <= lo <= 0xDFFF:
+                        self.i += 6
+                        return 0x10000 + ((cp - 0xD800) << 10) + (lo - 0xDC00)
+            return cp
+        if self.u:
+            raise ValueError("Invalid Unicode escape")
+        return ord("u")
+
+    def property_escape(self, c):
+        src = self.src
+        if not src.startswith("{", self.i):
+            raise ValueError("Invalid property name")
+        end = src.find("}", self.i)
+        if end < 0:
+            raise ValueError("Invalid property name")
+        ranges = _property_ranges(src[self.i + 1:end])
+        self.i = end + 1
+        return _complement(ranges) if c == "P" else ranges
+
+    def escape(self):
+        """An escape outside a class, as Python pattern text."""
+        src = self.src
+        if self.i >= len(src):
+            raise ValueError("\\ at end of pattern")
+        c = src[self.i]
+        self.i += 1
+        if c.lower() in _CLASS_ESCAPES:
+            return _class_of(_CLASS_ESCAPES[c.lower()], negate=c.isupper())
+        if c in "bB":
+            return "\\" + c
+        if c in "123456789":
+            digits = c
+            while src[self.i:self.i + 1].isdigit():
+                digits += src[self.i]
+                self.i += 1
+            return "(?:\\%s)" % digits
+        if c == "k" and (self.u or self.names):
+            m = _GROUP_NAME.match(src, self.i + 1)
+            if not src.startswith("<", self.i) or not m or not src.startswith(">", m.end()):
+                raise ValueError("Invalid named reference")
+            self.i = m.end() + 1
+            return "(?P=%s)" % m.group(0).replace("$", "_S_")
+        if self.u and c in "pP":
+            return _class_of(self.property_escape(c))
+        cp = self.code_point_escape(c)
+        if cp is not None:
+            return "\\U%08x" % cp
+        if self.u and c not in _SYNTAX_CHARS:
+            raise ValueError("Invalid escape")
+        return re.escape(c)
+
+    def class_atom(self):
+        """One class member: ("c", code point) or ("set", ranges)."""
+        src = self.src
+        ch = src[self.i]
+        self.i += 1
+        if ch != "\\":
+            return "c", ord(ch)
+        if self.i >= len(src):
+            raise ValueError("\\ at end of pattern")
+        c = src[self.i]
+        self.i += 1
+        if c.lower() in _CLASS_ESCAPES:
+            ranges = _CLASS_ESCAPES[c.lower()]
+            return "set", (_complement(ranges) if c.isupper() else ranges)
+        if c == "b":
+            return "c", 8
+        if c == "-":
+            return "c", ord("-")
+        if self.u and c in "pP":
+            return "set", self.property_escape(c)
+        cp = self.code_point_escape(c)
+        if cp is not None:
+            return "c", cp
+        if self.u and c not in _SYNTAX_CHARS:
+            raise ValueError("Invalid class escape")
+        if not self.u and c.isdigit():
+            return "c", int(c, 8) if c in "01234567" else ord(c)
+        return "c", ord(c)
+
+    def char_class(self):
+        src, n = self.src, len(self.src)
+        negate = src.startswith("^", self.i)
+        if negate:
+            self.i += 1
+        ranges = []
+        while True:
+            if self.i >= n:
+                raise ValueError("Unterminated character class")
+            if src[self.i] == "]":
+                self.i += 1
+                break
+            kind, first = self.class_atom()
+            if src.startswith("-", self.i) and self.i + 1 < n and src[self.i + 1] != "]":
+                self.i += 1
+                kind2, second = self.class_atom()
+                if kind == "set" or kind2 == "set":
+                    if self.u:
+                        raise ValueError("Invalid character class")
+                    for k, v in ((kind, first), (kind2, second)):
+                        ranges.extend(v if k == "set" else [(v, v)])
+                    ranges.append((0x2D, 0x2D))
+                    continue
+                if first > second:
+                    raise ValueError("Range out of order in character class")
+                ranges.append((first, second))
+            else:
+                ranges.extend(first if kind == "set" else [(first, first)])
+        return _class_of(_merge_ranges(ranges), negate)
+
+
+_regex_cache = {}
+
+
+def _js_regex(source, unicode=True):
+    """Compile an ECMAScript pattern; ValueError with the reason when it cannot be."""
+    key = (source, unicode)
+    rx = _regex_cache.get(key)
+    if rx is None:
+        text = _RegexTranslator(source, unicode).translate()
+        try:
+            rx = re.compile(text, re.ASCII)
+        except (re.error, OverflowError, RecursionError) as exc:
+            raise ValueError("cannot be translated to Python: %s" % exc)
+        if len(_regex_cache) > 2048:
+            _regex_cache.clear()
+        _regex_cache[key] = rx
+    return rx
+
+
+# ---------------------------------------------------------------------------
+# Formats: the ones ajv-formats 3.0.1 adds in full mode (its MIT-licensed rules)
+# ---------------------------------------------------------------------------
+
+_DAYS = [0, 31, 28, 31, 30, 31, 30, 31, 31, 30, 31, 30, 31]
+_DATE = re.compile(r"([0-9]{4})-([0-9]{2})-([0-9]{2})\Z")
+_TIME = re.compile(r"([0-9]{2}):([0-9]{2}):([0-9]{2}(?:\.[0-9]+)?)(z|([+-])([0-9]{2})(?::?([0-9]{2}))?)?\Z", re.I)
+_DATE_TIME_SEP = re.compile(r"[tT\t\n\x0b\x0c\r \xa0\u1680\u2000-\u200a\u2028\u2029\u202f\u205f\u3000\ufeff]")
+
+
+def _date(s):
+    m = _DATE.match(s)
+    if not m:
+        return False
+    year, month, day = int(m.group(1)), int(m.group(2)), int(m.group(3))
+    leap = year % 4 == 0 and (year % 100 != 0 or year % 400 == 0)
+    return 1 <= month <= 12 and 1 <= day <= (29 if month == 2 and leap else _DAYS[month])
+
+
+def _time_check(strict_zone):
+    def check(s):
+        m = _TIME.match(s)
+        if not m:
+            return False
+        hr, mn, sec = int(m.group(1)), int(m.group(2)), float(m.group(3))
+        sign = -1 if m.group(5) == "-" else 1
+        tzh, tzm = int(m.group(6) or 0), int(m.group(7) or 0)
+        if tzh > 23 or tzm > 59 or (strict_zone and not m.group(4)):
+            return False
+        if hr <= 23 and mn <= 59 and sec < 60:
+            return True
+        utc_min = mn - tzm * sign
+        utc_hr = hr - tzh * sign - (1 if utc_min < 0 else 0)
+        return utc_hr in (23, -1) and utc_min in (59, -1) and sec < 61
+    return check
+
+
+def _date_time_check(strict_zone):
+    time = _time_check(strict_zone)
+
+    def check(s):
+        parts = _DATE_TIME_SEP.split(s)
+        return len(parts) == 2 and _date(parts[0]) and time(parts[1])
+    return check
+
+
+_H16 = r"[0-9a-f]{1,4}"
+_V4 = r"(?:(?:25[0-5]|2[0-4][0-9]|[01]?[0-9][0-9]?)\.){3}(?:25[0-5]|2[0-4][0-9]|[01]?[0-9][0-9]?)"
+_IP_LITERAL = (
+    r"\[(?:(?:(?:(?:H:){6}|::(?:H:){5}|(?:H)?::(?:H:){4}|(?:(?:H:){0,1}H)?::(?:H:){3}"
+    r"|(?:(?:H:){0,2}H)?::(?:H:){2}|(?:(?:H:){0,3}H)?::H:|(?:(?:H:){0,4}H)?::)(?:H:H|V4)"
+    r"|(?:(?:H:){0,5}H)?::H|(?:(?:H:){0,6}H)?::)|[Vv][0-9a-f]+\.[a-z0-9\-._~!$&'()*+,;=:]+)\]"
+).replace("H", _H16).replace("V4", _V4)
+
+
+def _uri_pattern(reference, quotes):
+    """The RFC 3986 URI (or URI-reference) rule as ajv-formats writes it."""
+    q = "\"" if quotes else ""
+    pchar = r"(?:[a-z0-9\-._~!$&'%s()*+,;=:@]|%%[0-9a-f]{2})" % q
+    hier = (
+        r"(?:\/?\/(?:(?:[a-z0-9\-._~!$&'()*+,;=:]|%[0-9a-f]{2})*@)?(?:" + _IP_LITERAL + "|" + _V4
+        + r"|(?:[a-z0-9\-._~!$&'" + q + r"()*+,;=]|%[0-9a-f]{2})*)(?::[0-9]*)?(?:\/" + pchar + r"*)*"
+        + r"|\/(?:" + pchar + r"+(?:\/" + pchar + r"*)*)?|" + pchar + r"+(?:\/" + pchar + r"*)*)"
+    )
+    tail = r"(?:\?(?:[a-z0-9\-._~!$&'" + q + r"()*+,;=:@/?]|%[0-9a-f]{2})*)?(?:#(?:[a-z0-9\-._~!$&'" + q + r"()*+,;=:@/?]|%[0-9a-f]{2})*)?\Z"
+    scheme = r"(?:[a-z][a-z0-9+\-.]*:)"
+    if reference:
+        return re.compile(scheme + "?" + hier + "?" + tail, re.I)
+    return re.compile(scheme + hier + tail, re.I)
+
+
+_URI = _uri_pattern(False, False)
+_NOT_URI_FRAGMENT = re.compile(r"[/:]")
+_BYTE_LINE = re.compile(r"(?:[A-Za-z0-9+/]{4})*(?:[A-Za-z0-9+/]{2}==|[A-Za-z0-9+/]{3}=)?\Z")
+_JS_LINES = re.compile("[\n\r\u2028\u2029]")
+_Z_ANCHOR = re.compile(r"[^\\]\\Z")
+
+
+def _regex_format(s):
+    if _Z_ANCHOR.search(s):
+        return False
+    try:
+        _RegexTranslator(s, False).translate()
+    except (ValueError, RecursionError):
+        return False
+    return True
+
+
+def _pattern_check(pattern, flags=re.I):
+    rx = re.compile(pattern, flags | re.ASCII)
+    return lambda s: rx.match(s) is not None
+
+
+_FORMATS = {
+    "date": ("string", _date),
+    "time": ("string", _time_check(True)),
+    "date-time": ("string", _date_time_check(True)),
+    "iso-time": ("string", _time_check(False)),
+    "iso-date-time": ("string", _date_time_check(False)),
+    "duration": ("string", _pattern_check(
+        r"P(?!\Z)(([0-9]+Y)?([0-9]+M)?([0-9]+D)?(T(?=[0-9])([0-9]+H)?([0-9]+M)?([0-9]+S)?)?|([0-9]+W)?)\Z", 0)),
+    "uri": ("string", lambda s: _NOT_URI_FRAGMENT.search(s) is not None and _URI.match(s) is not None),
+    "uri-reference": ("string", _uri_pattern(True, True).match),
+    "uri-template": ("string", _pattern_check(
+        r"(?:(?:[^\x00-\x20\"'<>%\\^`{|}]|%[0-9a-f]{2})|\{[+#./;?&=,!@|]?(?:[a-z0-9_]|%[0-9a-f]{2})+"
+        r"(?::[1-9][0-9]{0,3}|\*)?(?:,(?:[a-z0-9_]|%[0-9a-f]{2})+(?::[1-9][0-9]{0,3}|\*)?)*\})*\Z")),
+    "url": ("string", _pattern_check(
+        r"(?:https?|ftp):\/\/(?:[^\s:@]+(?::[^\s@]*)?@)?(?:(?!(?:10|127)(?:\.[0-9]{1,3}){3})"
+        r"(?!(?:169\.254|192\.168)(?:\.[0-9]{1,3}){2})(?!172\.(?:1[6-9]|2[0-9]|3[0-1])(?:\.[0-9]{1,3}){2})"
+        r"(?:[1-9][0-9]?|1[0-9][0-9]|2[01][0-9]|22[0-3])(?:\.(?:1?[0-9]{1,2}|2[0-4][0-9]|25[0-5])){2}"
+        r"(?:\.(?:[1-9][0-9]?|1[0-9][0-9]|2[0-4][0-9]|25[0-4]))|(?:(?:[a-z0-9\u00a1-\uffff]+-)*"
+        r"[a-z0-9\u00a1-\uffff]+)(?:\.(?:[a-z0-9\u00a1-\uffff]+-)*[a-z0-9\u00a1-\uffff]+)*"
+        r"(?:\.(?:[a-z\u00a1-\uffff]{2,})))(?::[0-9]{2,5})?(?:\/[^\s]*)?\Z")),
+    "email": ("string", _pattern_check(
+        r"[a-z0-9!#$%&'*+/=?^_`{|}~-]+(?:\.[a-z0-9!#$%&'*+/=?^_`{|}~-]+)*@"
+        r"(?:[a-z0-9](?:[a-z0-9-]*[a-z0-9])?\.)+[a-z0-9](?:[a-z0-9-]*[a-z0-9])?\Z")),
+    "hostname": ("string", _pattern_check(
+        r"(?=.{1,253}\.?\Z)[a-z0-9](?:[a-z0-9-]{0,61}[a-z0-9])?(?:\.[a-z0-9](?:[-0-9a-z]{0,61}[0-9a-z])?)*\.?\Z",
+        re.I | re.S)),
+    "ipv4": ("string", _pattern_check(
+        r"(?:(?:25[0-5]|2[0-4][0-9]|1[0-9][0-9]|[1-9]?[0-9])\.){3}(?:25[0-5]|2[0-4][0-9]|1[0-9][0-9]|[1-9]?[0-9])\Z", 0)),
+    "ipv6": ("string", _pattern_check(
+        (r"((([0-9a-f]{1,4}:){7}([0-9a-f]{1,4}|:))|(([0-9a-f]{1,4}:){6}(:[0-9a-f]{1,4}|(B)|:))"
+         r"|(([0-9a-f]{1,4}:){5}(((:[0-9a-f]{1,4}){1,2})|:(B)|:))|(([0-9a-f]{1,4}:){4}(((:[0-9a-f]{1,4}){1,3})"
+         r"|((:[0-9a-f]{1,4})?:(B))|:))|(([0-9a-f]{1,4}:){3}(((:[0-9a-f]{1,4}){1,4})|((:[0-9a-f]{1,4}){0,2}:(B))|:))"
+         r"|(([0-9a-f]{1,4}:){2}(((:[0-9a-f]{1,4}){1,5})|((:[0-9a-f]{1,4}){0,3}:(B))|:))"
+         r"|(([0-9a-f]{1,4}:){1}(((:[0-9a-f]{1,4}){1,6})|((:[0-9a-f]{1,4}){0,4}:(B))|:))"
+         r"|(:(((:[0-9a-f]{1,4}){1,7})|((:[0-9a-f]{1,4}){0,5}:(B))|:)))\Z").replace(
+            "B", r"(25[0-5]|2[0-4][0-9]|1[0-9][0-9]|[1-9]?[0-9])(\.(25[0-5]|2[0-4][0-9]|1[0-9][0-9]|[1-9]?[0-9])){3}"))),
+    "regex": ("string", _regex_format),
+    "uuid": ("string", _pattern_check(r"(?:urn:uuid:)?[0-9a-f]{8}-(?:[0-9a-f]{4}-){3}[0-9a-f]{12}\Z")),
+    "json-pointer": ("string", _pattern_check(r"(?:\/(?:[^~/]|~0|~1)*)*\Z", re.S)),
+    "json-pointer-uri-fragment": ("string", _pattern_check(
+        r"#(?:\/(?:[a-z0-9_\-.!$&'()*+,;:=@]|%[0-9a-f]{2}|~0|~1)*)*\Z")),
+    "relative-json-pointer": ("string", _pattern_check(
+        r"(?:0|[1-9][0-9]*)(?:#|(?:\/(?:[^~/]|~0|~1)*)*)\Z", re.S)),
+    "byte": ("string", lambda s: any(_BYTE_LINE.match(line) for line in _JS_LINES.split(s))),
+    "int32": ("number", lambda x: _is_integer(x) and -2 ** 31 <= x <= 2 ** 31 - 1),
+    "int64": ("number", _is_integer),
+    "float": ("number", None),
+    "double": ("number", None),
+    "password": ("string", None),
+    "binary": ("string", None),
+}
+
+
+# ---------------------------------------------------------------------------
+# Keyword vocabulary: what Ajv knows, in the order it runs keywords
+# ---------------------------------------------------------------------------
+
+# Keywords with code in Ajv ("rules"); a schema with none of them is always valid.
+_GROUP_ORDER = {
+    None: ("$dynamicAnchor", "$dynamicRef", "$recursiveAnchor", "$recursiveRef", "$ref", "$comment",
+           "type", "nullable", "const", "enum", "not", "anyOf", "oneOf", "allOf", "if", "then", "else"),
+    "number": ("maximum", "minimum", "exclusiveMaximum", "exclusiveMinimum", "multipleOf", "format"),
+    "string": ("maxLength", "minLength", "pattern", "format"),
+    "array": ("maxItems", "minItems", "prefixItems", "items", "contains", "uniqueItems",
+              "maxContains", "minContains", "unevaluatedItems"),
+    "object": ("maxProperties", "minProperties", "required", "propertyNames", "additionalProperties",
+               "dependencies", "properties", "patternProperties", "dependentRequired", "dependentSchemas",
+               "unevaluatedProperties"),
+}
+_GROUPS = ("number", "string", "array", "object")
+_RULES = frozenset(k for ks in _GROUP_ORDER.values() for k in ks) | {"id"}
+# Keywords Ajv 2020 accepts in strict mode ("$anchor" is not one of them in Ajv 8.20).
+_KNOWN = _RULES | {"$schema", "$id", "$defs", "$vocabulary", "definitions", "title", "description",
+                   "default", "deprecated", "readOnly", "writeOnly", "examples", "contentMediaType",
+                   "contentEncoding", "contentSchema"}
+_TYPE_NAMES = ("string", "number", "integer", "boolean", "null", "array", "object")
+_SCHEMA_MAPS = ("properties", "patternProperties", "$defs", "definitions", "dependentSchemas")
+_SCHEMA_LISTS = ("allOf", "anyOf", "oneOf", "prefixItems")
+_SCHEMA_ONE = ("items", "contains", "not", "if", "then", "else", "additionalProperties",
+               "propertyNames", "unevaluatedItems", "unevaluatedProperties", "additionalItems")
+_REF_KEYWORDS = ("$ref", "$dynamicRef", "$dynamicAnchor", "$recursiveRef", "$recursiveAnchor")
+_DRAFT_2020 = ("https://json-schema.org/draft/2020-12/schema", "https://json-schema.org/draft/2020-12/schema#")
+
+
+def _has_rules(schema, ignore_ref=False):
+    """Ajv's schemaHasRules / schemaHasRulesButRef."""
+    if schema is True:
+        return False
+    if schema is False:
+        return True
+    for key in schema:
+        if key in _RULES and not (ignore_ref and key == "$ref"):
+            return True
+    return False
+
+
+def _always_valid(schema):
+    return schema is True or (type(schema) is dict and not _has_rules(schema))
+
+
+def _has_ref(schema):
+    """Ajv's hasRef: any reference keyword anywhere inside (decides inline or call)."""
+    stack = [schema]
+    while stack:
+        node = stack.pop()
+        if type(node) is dict:
+            for key, value in node.items():
+                if key in _REF_KEYWORDS:
+                    return True
+                if type(value) in (dict, list):
+                    stack.append(value)
+        elif type(node) is list:
+            stack.extend(v for v in node if type(v) in (dict, list))
+    return False
+
+
+def _schema_types(schema):
+    """Ajv's getSchemaTypes (type as a list, plus "null" for nullable: true)."""
+    t = schema.get("type")
+    types = [t] if type(t) is str else list(t) if type(t) is list else []
+    if schema.get("nullable") is True and types and "null" not in types:
+        types.append("null")
+    return types
+
+
+def _type_check(types):
+    """A predicate for "instance is one of these JSON types"."""
+    if len(types) == 1:
+        t = types[0]
+        if t == "string":
+            return lambda x: type(x) is str or isinstance(x, str)
+        if t == "object":
+            return lambda x: type(x) is dict or isinstance(x, dict)
+        if t == "array":
+            return lambda x: type(x) is list or isinstance(x, (list, tuple))
+        if t == "boolean":
+            return lambda x: type(x) is bool
+        if t == "null":
+            return lambda x: x is None
+        if t == "integer":
+            return _is_integer
+        return _is_number
+    wanted = set(types)
+    if "number" in wanted:
+        wanted.add("integer")
+
+    def check(x):
+        return _kind(x) in wanted
+    return check
+
+
+# ---------------------------------------------------------------------------
+# Evaluation annotations (for unevaluatedProperties / unevaluatedItems)
+# ---------------------------------------------------------------------------
+
+
+class _Ann(object):
+    """What a schema evaluated: property names (or all) and items (a prefix, indices, or all)."""
+
+    __slots__ = ("props", "items", "idx")
+
+    def __init__(self):
+        self.props = set()
+        self.items = 0
+        self.idx = set()
+
+    def merge(self, other):
+        if self.props is not True:
+            if other.props is True:
+                self.props = True
+            else:
+                self.props |= other.props
+        if self.items is not True:
+            if other.items is True:
+                self.items = True
+            else:
+                self.items = max(self.items, other.items)
+                self.idx |= other.idx
+
+    def add_props(self, keys):
+        if self.props is not True:
+            self.props.update(keys)
+
+
+# ---------------------------------------------------------------------------
+# The compiler
+# ---------------------------------------------------------------------------
+
+
+class _Context(object):
+    """Compile-time facts about where a subschema sits."""
+
+    __slots__ = ("base", "composite", "env", "types")
+
+    def __init__(self, base, composite, env, types=()):
+        self.base = base
+        self.composite = composite
+        self.env = env
+        self.types = types
+
+    def but(self, base=None, composite=None, types=()):
+        return _Context(self.base if base is None else base,
+                        self.composite if composite is None else composite, self.env, types)
+
+
+def _valid(inst, path, errors, ann):
+    return True
+
+
+def _issue(path, spath, keyword, params, message):
+    return {"instancePath": _render_path(path), "schemaPath": spath, "keyword": keyword,
+            "params": params, "message": message}
+
+
+_tls = threading.local()
+
+
+class _Compiler(object):
+    """Compiles one schema (and the documents it refers to) into checker closures."""
+
+    def __init__(self, schema, strict, remotes):
+        self.strict = strict
+        self.docs = {}
+        self.anchors = {}
+        self.dynamic = {}
+        self.bases = {}
+        self.envs = {}
+        self.track = False
+        self.uses_dynamic = False
+        self.root = schema
+        self.inline = {}
+        self.root_base = ""
+        if type(schema) is dict and type(schema.get("$id")) is str:
+            self.root_base = _normalize_id(_resolve_uri("", schema["$id"]))
+        for uri, doc in (remotes or {}).items():
+            self.docs[_normalize_id(uri)] = doc
+            self.index(doc, _normalize_id(uri), "remote %s" % uri)
+        self.index(schema, "", "#")
+
+    # -- indexing: $id, $anchor, $dynamicAnchor; keyword kinds ----------------
+
+    def index(self, schema, base, where):
+        """Record every schema resource and anchor; check keyword values are of the right kind."""
+        self.docs.setdefault(_split_fragment(base)[0], schema)
+        stack = [(schema, base, where)]
+        while stack:
+            node, base, spath = stack.pop()
+            if type(node) is bool:
+                continue
+            if type(node) is not dict:
+                raise _schema_error("schema", spath, "a schema must be an object or a boolean")
+            sid = node.get("$id")
+            if type(sid) is str:
+                base = _normalize_id(_resolve_uri(base, sid))
+                doc, frag = _split_fragment(base)
+                if frag:
+                    self.anchors[base] = node
+                else:
+                    self.docs.setdefault(doc, node)
+            self.bases[id(node)] = base
+            doc = _split_fragment(base)[0]
+            for key in ("$anchor", "$dynamicAnchor"):
+                name = node.get(key)
+                if type(name) is str:
+                    self.anchors.setdefault(doc + "#" + name, node)
+                    if key == "$dynamicAnchor":
+                        self.dynamic.setdefault(doc + "#" + name, node)
+            if "unevaluatedProperties" in node or "unevaluatedItems" in node:
+                self.track = True
+            if "$dynamicRef" in node:
+                self.uses_dynamic = True
+            self.check_kinds(node, spath)
+            for key, value in node.items():
+                sub = spath + "/" + _fragment(key)
+                if key in _SCHEMA_ONE:
+                    stack.append((value, base, sub))
+                elif key in _SCHEMA_LISTS:
+                    for i, item in enumerate(value):
+                        stack.append((item, base, sub + "/" + str(i)))
+                elif key in _SCHEMA_MAPS or (key == "dependencies" and type(value) is dict):
+                    for name, item in value.items():
+                        if key != "dependencies" or type(item) is not list:
+                            stack.append((item, base, sub + "/" + _fragment(name)))
+
+    def check_kinds(self, node, spath):
+        """The part of the meta-schema Ajv enforces in every mode: keyword values of the right kind."""
+        def fail(key, detail):
+            raise _schema_error(key, spath + "/" + _fragment(key), detail)
+
+        for key, value in node.items():
+            t = type(value)
+            if key == "type":
+                names = [value] if t is str else value if t is list else None
+                if names is None or not names or any(type(n) is not str for n in names):
+                    fail(key, "must be a type name or a non-empty array of them")
+                for n in names:
+                    if n not in _TYPE_NAMES:
+                        fail(key, 'unknown type "%s"' % n)
+                if len(set(names)) != len(names):
+                    fail(key, "type names must be unique")
+            elif key in ("maximum", "minimum", "exclusiveMaximum", "exclusiveMinimum"):
+                if t not in (int, float):
+                    fail(key, "must be a number")
+            elif key == "multipleOf":
+                if t not in (int, float) or not value > 0:
+                    fail(key, "must be a number > 0")
+            elif key in ("maxLength", "minLength", "maxItems", "minItems", "maxProperties",
+                         "minProperties", "maxContains", "minContains"):
+                if t not in (int, float) or not _is_integer(value) or value < 0:
+                    fail(key, "must be a non-negative integer")
+            elif key in ("pattern", "format", "$ref", "$dynamicRef", "$anchor", "$dynamicAnchor", "$id"):
+                if t is not str:
+                    fail(key, "must be a string")
+                if key == "pattern":
+                    self.regex(value, key, spath + "/pattern")
+            elif key in ("required",):
+                if t is not list or any(type(v) is not str for v in value):
+                    fail(key, "must be an array of strings")
+            elif key == "enum":
+                if t is not list:
+                    fail(key, "must be an array")
+                if not value and self.strict:
+                    fail(key, "enum must have non-empty array")
+            elif key in ("uniqueItems", "nullable"):
+                if t is not bool:
+                    fail(key, "must be a boolean")
+            elif key in _SCHEMA_LISTS:
+                if t is not list or not value:
+                    fail(key, "must be a non-empty array of schemas")
+            elif key in _SCHEMA_MAPS or key in ("dependentRequired", "dependencies"):
+                if t is not dict:
+                    fail(key, "must be an object")
+                if key == "dependentRequired" and any(
+                        type(v) is not list or any(type(s) is not str for s in v) for v in value.values()):
+                    fail(key, "must map names to arrays of strings")
+                if key == "patternProperties":
+                    for pattern in value:
+                        self.regex(pattern, key, spath + "/patternProperties")
+            elif key in _SCHEMA_ONE:
+                if t not in (dict, bool):
+                    fail(key, "must be a schema (an object or a boolean)")
+
+    def regex(self, pattern, keyword, spath):
+        try:
+            return _js_regex(pattern)
+        except ValueError as exc:
+            raise _schema_error(keyword, spath, "Invalid regular expression: /%s/u: %s" % (pattern, exc))
+        except RecursionError:
+            raise _schema_error(keyword, spath, "pattern is nested too deeply")
+
+    # -- references ---------------------------------------------------------
+
+    def resolve(self, ref, base, spath, keyword="$ref"):
+        """The schema a reference points to, and that schema's base URI."""
+        uri = _resolve_uri(base, ref)
+        doc, frag = _split_fragment(uri)
+        node = self.docs.get(doc)
+        if node is not None and frag.startswith("/"):
+            for part in unquote(frag).split("/")[1:]:
+                part = part.replace("~1", "/").replace("~0", "~")
+                if type(node) is dict and part in node:
+                    node = node[part]
+                elif type(node) is list and part.isdigit() and int(part) < len(node):
+                    node = node[int(part)]
+                else:
+                    node = None
+                    break
+        elif node is not None and frag:
+            node = self.anchors.get(doc + "#" + frag)
+        elif node is None:
+            node = self.anchors.get(uri)
+        if node is None or type(node) not in (dict, bool):
+            raise _schema_error(keyword, spath, "can't resolve reference %s from id %s" % (ref, base or "#"))
+        return node, self.bases.get(id(node), doc)
+
+    def resolve_chain(self, ref, base, spath):
+        """Resolve a $ref; like Ajv, a pointer target that is only a pointer $ref is followed on."""
+        target, base = self.resolve(ref, base, spath)
+        seen = set()
+        while (_split_fragment(ref)[1].startswith("/") and type(target) is dict and "$ref" in target
+               and "$id" not in target and not _has_rules(target, ignore_ref=True) and id(target) not in seen
+               and _split_fragment(target["$ref"])[1].startswith("/")):
+            seen.add(id(target))
+            nxt, nbase = self.resolve(target["$ref"], base, spath)
+            if _split_fragment(nbase)[0] != _split_fragment(base)[0]:
+                break
+            ref, target, base = target["$ref"], nxt, nbase
+        return target, base
+
+    def env(self, schema, base):
+        """A separately compiled function for a schema reached by reference (Ajv's SchemaEnv)."""
+        key = id(schema)
+        entry = self.envs.get(key)
+        if entry is None:
+            cell = []
+
+            def call(inst, path, errors, ann):
+                return cell[0](inst, path, errors, ann)
+            entry = self.envs[key] = (call, cell)
+            cx = _Context(base, False, call)
+            fn = self.compile(schema, "#", cx)
+            if self.uses_dynamic:
+                fn = self.scoped(fn, base)
+            cell.append(fn)
+        return entry[0]
+
+    def scoped(self, fn, base):
+        """Enter a schema resource: push its URI on the dynamic scope while it runs."""
+        doc = _split_fragment(base)[0]
+
+        def enter(inst, path, errors, ann):
+            scope = _tls.scope
+            scope.append(doc)
+            try:
+                return fn(inst, path, errors, ann)
+            finally:
+                scope.pop()
+        return enter
+
+    # -- schemas ------------------------------------------------------------
+
+    def compile(self, schema, spath, cx):
+        """Compile one schema into a checker ``(instance, path, errors, ann) -> bool``."""
+        if schema is True:
+            return _valid
+        if schema is False:
+            return _false_schema(spath)
+        if not _has_rules(schema):
+            if self.strict:
+                self.strict_checks(schema, spath, cx, [])
+            return _valid
+        base = self.bases.get(id(schema), cx.base)
+        if base != cx.base:
+            cx = cx.but(base=base, types=cx.types)
+        if "$ref" in schema and not _has_rules(schema, ignore_ref=True):
+            if self.strict:
+                self.strict_checks(schema, spath, cx, [])
+            fn = _KEYWORDS["$ref"](self, schema, schema["$ref"], spath + "/$ref", spath, cx) or _valid
+        else:
+            fn = self.compile_object(schema, spath, cx)
+        if self.uses_dynamic and "$id" in schema:
+            fn = self.scoped(fn, base)
+        return fn
+
+    def compile_object(self, schema, spath, cx):
+        types = _schema_types(schema)
+        if self.strict:
+            self.strict_checks(schema, spath, cx, types)
+        cx_same = cx.but(types=tuple(types) or cx.types)
+        groups = []
+        for group in _GROUPS:
+            present = [k for k in _GROUP_ORDER[group] if k in schema]
+            if present:
+                checks = []
+                for k in present:
+                    if k == "format" and _FORMATS.get(schema[k], (group,))[0] != group:
+                        continue
+                    fn = _KEYWORDS[k](self, schema, schema[k], spath + "/" + k, spath, cx_same) if k in _KEYWORDS else None
+                    if fn is not None:
+                        checks.append(fn)
+                groups.append((group, checks))
+        check_first = bool(types) and not (len(types) == 1 and any(g == types[0] for g, _ in groups))
+        deferred = types[0] if types and not check_first else None
+        untyped = []
+        for k in _GROUP_ORDER[None]:
+            if k in schema and k in _KEYWORDS:
+                fn = _KEYWORDS[k](self, schema, schema[k], spath + "/" + k, spath, cx_same)
+                if fn is not None:
+                    untyped.append(fn)
+        type_fn = _type_check(types) if types else None
+        type_value = _js_value(schema.get("type"))
+        type_message = "must be " + (type_value if type(type_value) is str else ",".join(type_value or ()))
+        type_path = spath + "/type"
+        own_ann = "unevaluatedProperties" in schema or "unevaluatedItems" in schema
+        kinds = {"number": _is_number, "string": lambda x: type(x) is str,
+                 "array": lambda x: type(x) is list, "object": lambda x: type(x) is dict}
+        typed = [(kinds[g], checks, g == deferred) for g, checks in groups]
+        pre = type_fn if check_first else None
+        return _node(pre, untyped, typed, type_path, type_value, type_message, own_ann)
+
+    # -- strict mode (what Ajv's strict: true refuses) -------------------------
+
+    def strict_checks(self, schema, spath, cx, types):
+        def refuse(keyword, message):
+            raise SchemaError(message, keyword, spath)
+
+        for key in schema:
+            if key not in _KNOWN:
+                refuse(key, 'strict mode: unknown keyword: "%s"' % key)
+        if "id" in schema:
+            refuse("id", 'NOT SUPPORTED: keyword "id", use "$id" for schema ID')
+        if "nullable" in schema and not types:
+            refuse("nullable", '"nullable" cannot be used without "type"')
+        if "$schema" in schema and schema["$schema"] not in _DRAFT_2020:
+            refuse("$schema", 'no schema with key or ref "%s"' % schema["$schema"])
+        fmt = schema.get("format")
+        if type(fmt) is str and fmt not in _FORMATS:
+            refuse("format", 'unknown format "%s" ignored in schema at path "%s"' % (fmt, spath))
+        if cx.types and types:
+            for t in types:
+                if t not in cx.types and not (t == "integer" and "number" in cx.types):
+                    refuse("type", 'strict mode: type "%s" not allowed by context "%s" at "%s" (strictTypes)'
+                           % (t, ",".join(cx.types), spath))
+        have = set(types or cx.types)
+        if "format" in schema and not have & {"number", "integer", "string"}:
+            refuse("format", 'strict mode: missing type "number,string" for keyword "format" at "%s" (strictTypes)'
+                   % spath)
+        for group in _GROUPS:
+            for key in _GROUP_ORDER[group]:
+                if key in schema and key != "format" and group not in have and not (group == "number" and "integer" in have):
+                    refuse(key, 'strict mode: missing type "%s" for keyword "%s" at "%s" (strictTypes)'
+                           % (group, key, spath))
+        if type(schema.get("required")) is list:
+            props = schema.get("properties") if type(schema.get("properties")) is dict else {}
+            for name in schema["required"]:
+                if name not in props:
+                    refuse("required", 'strict mode: required property "%s" is not defined at "%s" (strictRequired)'
+                           % (name, spath))
+        if type(schema.get("prefixItems")) is list:
+            n = len(schema["prefixItems"])
+            if not (schema.get("minItems") == n and (schema.get("maxItems") == n or schema.get("items") is False)):
+                refuse("prefixItems", 'strict mode: "prefixItems" is %d-tuple, but minItems or maxItems/items are '
+                       'not specified or different at path "%s"' % (n, spath))
+        if "if" in schema and "then" not in schema and "else" not in schema:
+            refuse("if", 'strict mode: "if" without "then" and "else" is ignored')
+        for key in ("then", "else"):
+            if key in schema and "if" not in schema:
+                refuse(key, 'strict mode: "%s" without "if" is ignored' % key)
+        for key in ("maxContains", "minContains"):
+            if key in schema and "contains" not in schema:
+                refuse(key, 'strict mode: "%s" without "contains" is ignored' % key)
+        if type(schema.get("patternProperties")) is dict and type(schema.get("properties")) is dict:
+            for pattern in schema["patternProperties"]:
+                rx = _js_regex(pattern)
+                for name in schema["properties"]:
+                    if rx.search(name):
+                        refuse("patternProperties", "strict mode: property %s matches pattern %s "
+                               "(use allowMatchingProperties)" % (name, pattern))
+
+
+def _false_schema(spath):
+    spath = spath + "/false schema"
+
+    def check(inst, path, errors, ann):
+        if errors is not None:
+            errors.append(_issue(path, spath, "false schema", {}, "boolean schema is false"))
+        return False
+    return check
+
+
+def _node(pre, untyped, typed, type_path, type_value, type_message, own_ann):
+    """The checker for one schema object: type, untyped keywords, then the typed groups."""
+    def type_error(path, errors):
+        errors.append(_issue(path, type_path, "type", {"type": type_value}, type_message))
+
+    def check(inst, path, errors, ann):
+        valid = True
+        if own_ann:
+            outer, ann = ann, _Ann()
+        if pre is not None and not pre(inst):
+            if errors is None:
+                return False
+            type_error(path, errors)
+            valid = False
+        for fn in untyped:
+            if not fn(inst, path, errors, ann):
+                if errors is None:
+                    return False
+                valid = False
+        for is_kind, checks, deferred in typed:
+            if is_kind(inst):
+                for fn in checks:
+                    if not fn(inst, path, errors, ann):
+                        if errors is None:
+                            return False
+                        valid = False
+            elif deferred:
+                if errors is None:
+                    return False
+                type_error(path, errors)
+                valid = False
+        if own_ann and outer is not None:
+            outer.merge(ann)
+        return valid
+    return check
+
+
+# ---------------------------------------------------------------------------
+# Keywords: compile functions (compiler, schema, value, keyword path, schema path,
+# context) returning a checker, or None when the keyword never fails
+# ---------------------------------------------------------------------------
+
+_KEYWORDS = {}
+
+
+def _keyword(*names):
+    def register(fn):
+        for name in names:
+            _KEYWORDS[name] = fn
+        return fn
+    return register
+
+
+def _limit_check(message_of, params_of):
+    """Shared shape of the keywords that compare one number with a limit."""
+    def build(keyword, kpath, limit, failing):
+        params = params_of(limit)
+        message = message_of(limit)
+
+        def check(inst, path, errors, ann):
+            if not failing(inst):
+                return True
+            if errors is not None:
+                errors.append(_issue(path, kpath, keyword, dict(params), message))
+            return False
+        return check
+    return build
+
+
+_COMPARE = {"maximum": ("<=", lambda lim: lambda x: x > lim),
+            "minimum": (">=", lambda lim: lambda x: x < lim),
+            "exclusiveMaximum": ("<", lambda lim: lambda x: x >= lim),
+            "exclusiveMinimum": (">", lambda lim: lambda x: x <= lim)}
+
+
+@_keyword("maximum", "minimum", "exclusiveMaximum", "exclusiveMinimum")
+def _k_number_limit(c, schema, value, kpath, spath, cx):
+    keyword = kpath.rsplit("/", 1)[1]
+    op, failing = _COMPARE[keyword]
+    build = _limit_check(lambda lim: "must be %s %s" % (op, _js_number_text(lim)),
+                         lambda lim: {"comparison": op, "limit": _js_value(lim)})
+    return build(keyword, kpath, value, failing(value))
+
+
+@_keyword("multipleOf")
+def _k_multiple_of(c, schema, value, kpath, spath, cx):
+    def failing(x):
+        try:
+            q = x / value
+        except OverflowError:
+            return True
+        return not (q - q == 0 and q.is_integer() and abs(q) < 1e21) if type(q) is float else False
+    build = _limit_check(lambda m: "must be multiple of %s" % _js_number_text(m),
+                         lambda m: {"multipleOf": _js_value(m)})
+    return build("multipleOf", kpath, value, failing)
+
+
+def _count_limit(noun, counter):
+    def compile_limit(c, schema, value, kpath, spath, cx):
+        keyword = kpath.rsplit("/", 1)[1]
+        most = keyword.startswith("max")
+        build = _limit_check(lambda lim: "must NOT have %s than %s %s" % ("more" if most else "fewer",
+                                                                         _js_number_text(lim), noun),
+                             lambda lim: {"limit": _js_value(lim)})
+        if most:
+            return build(keyword, kpath, value, lambda x: counter(x) > value)
+        return build(keyword, kpath, value, lambda x: counter(x) < value)
+    return compile_limit
+
+
+_keyword("maxLength", "minLength")(_count_limit("characters", len))
+_keyword("maxItems", "minItems")(_count_limit("items", len))
+_keyword("maxProperties", "minProperties")(_count_limit("properties", len))
+
+
+@_keyword("pattern")
+def _k_pattern(c, schema, value, kpath, spath, cx):
+    search = c.regex(value, "pattern", kpath).search
+    message = 'must match pattern "%s"' % value
+
+    def check(inst, path, errors, ann):
+        if search(inst) is not None:
+            return True
+        if errors is not None:
+            errors.append(_issue(path, kpath, "pattern", {"pattern": value}, message))
+        return False
+    return check
+
+
+@_keyword("format")
+def _k_format(c, schema, value, kpath, spath, cx):
+    entry = _FORMATS.get(value)
+    if entry is None or entry[1] is None:
+        return None
+    valid = entry[1]
+    message = 'must match format "%s"' % value
+
+    def check(inst, path, errors, ann):
+        if valid(inst):
+            return True
+        if errors is not None:
+            errors.append(_issue(path, kpath, "format", {"format": value}, message))
+        return False
+    return check
+
+
+@_keyword("required")
+def _k_required(c, schema, value, kpath, spath, cx):
+    names = list(value)
+    if not names:
+        return None
+
+    def check(inst, path, errors, ann):
+        if errors is None:
+            for name in names:
+                if name not in inst:
+                    return False
+            return True
+        valid = True
+        for name in names:
+            if name not in inst:
+                errors.append(_issue(path, kpath, "required", {"missingProperty": name},
+                                     "must have required property '%s'" % name))
+                valid = False
+        return valid
+    return check
+
+
+def _property_deps(keyword, kpath, deps):
+    """dependentRequired (and array-valued "dependencies"): names required by a present name."""
+    deps = [(name, list(req)) for name, req in deps if req]
+    if not deps:
+        return None
+
+    def check(inst, path, errors, ann):
+        valid = True
+        for name, req in deps:
+            if name in inst:
+                for dep in req:
+                    if dep not in inst:
+                        if errors is None:
+                            return False
+                        joined = ", ".join(req)
+                        errors.append(_issue(path, kpath, keyword,
+                                             {"property": name, "missingProperty": dep, "depsCount": len(req),
+                                              "deps": joined},
+                                             "must have %s %s when property %s is present"
+                                             % ("property" if len(req) == 1 else "properties", joined, name)))
+                        valid = False
+        return valid
+    return check
+
+
+def _schema_deps(c, keyword, kpath, deps, cx):
+    """dependentSchemas (and schema-valued "dependencies"): a schema applied when a name is present."""
+    subs = [(name, c.compile(sub, kpath + "/" + _fragment(name), cx)) for name, sub in deps
+            if not _always_valid(sub)]
+    if not subs:
+        return None
+
+    def check(inst, path, errors, ann):
+        valid = True
+        for name, sub in subs:
+            if name in inst:
+                part = _Ann() if ann is not None else None
+                if sub(inst, path, errors, part):
+                    if part is not None:
+                        ann.merge(part)
+                else:
+                    if errors is None:
+                        return False
+                    valid = False
+        return valid
+    return check
+
+
+@_keyword("dependentRequired")
+def _k_dependent_required(c, schema, value, kpath, spath, cx):
+    return _property_deps("dependentRequired", kpath, [(k, value[k]) for k in _js_keys(value)])
+
+
+@_keyword("dependentSchemas")
+def _k_dependent_schemas(c, schema, value, kpath, spath, cx):
+    return _schema_deps(c, "dependentSchemas", kpath, [(k, value[k]) for k in _js_keys(value)], cx)
+
+
+@_keyword("dependencies")
+def _k_dependencies(c, schema, value, kpath, spath, cx):
+    keys = [k for k in _js_keys(value) if k != "__proto__"]
+    props = _property_deps("dependencies", kpath, [(k, value[k]) for k in keys if type(value[k]) is list])
+    subs = _schema_deps(c, "dependencies", kpath, [(k, value[k]) for k in keys if type(value[k]) is not list], cx)
+    return _all_of_checks([fn for fn in (props, subs) if fn is not None])
+
+
+def _all_of_checks(fns):
+    """Run several checkers as one (all run when collecting issues)."""
+    if not fns:
+        return None
+    if len(fns) == 1:
+        return fns[0]
+
+    def check(inst, path, errors, ann):
+        valid = True
+        for fn in fns:
+            if not fn(inst, path, errors, ann):
+                if errors is None:
+                    return False
+                valid = False
+        return valid
+    return check
+
+
+@_keyword("const")
+def _k_const(c, schema, value, kpath, spath, cx):
+    shown = _js_value(value)
+    if type(value) in (str, type(None)):
+        same = (lambda x: x == value and type(x) is type(value))
+    else:
+        same = (lambda x: _json_equal(x, value))
+
+    def check(inst, path, errors, ann):
+        if same(inst):
+            return True
+        if errors is not None:
+            errors.append(_issue(path, kpath, "const", {"allowedValue": shown}, "must be equal to constant"))
+        return False
+    return check
+
+
+@_keyword("enum")
+def _k_enum(c, schema, value, kpath, spath, cx):
+    shown = _js_value(value)
+    strings = {v for v in value if type(v) is str}
+    others = [v for v in value if type(v) is not str]
+
+    def member(x):
+        if type(x) is str:
+            return x in strings
+        for v in others:
+            if _json_equal(x, v):
+                return True
+        return False
+
+    def check(inst, path, errors, ann):
+        if member(inst):
+            return True
+        if errors is not None:
+            errors.append(_issue(path, kpath, "enum", {"allowedValues": shown},
+                                 "must be equal to one of the allowed values"))
+        return False
+    return check
+
+
+@_keyword("uniqueItems")
+def _k_unique_items(c, schema, value, kpath, spath, cx):
+    if value is not True:
+        return None
+    items = schema.get("items")
+    item_types = _schema_types(items) if type(items) is dict else []
+    fast = bool(item_types) and not any(t in ("object", "array") for t in item_types)
+    wanted = _type_check(item_types) if fast else None
+
+    def duplicate(inst):
+        """Ajv's answer (i, j): which equal items it reports first, or None."""
+        if fast:
+            seen = {}
+            for i in range(len(inst) - 1, -1, -1):
+                item = inst[i]
+                if not wanted(item):
+                    continue
+                key = _canon(item)
+                if key in seen:
+                    return i, seen[key]
+                seen[key] = i
+            return None
+        last, found = {}, None
+        for i, item in enumerate(inst):
+            key = _canon(item)
+            if key in last:
+                found = (i, last[key])
+            last[key] = i
+        return found
+
+    def check(inst, path, errors, ann):
+        if len(inst) < 2:
+            return True
+        pair = duplicate(inst)
+        if pair is None:
+            return True
+        if errors is not None:
+            i, j = pair
+            errors.append(_issue(path, kpath, "uniqueItems", {"i": i, "j": j},
+                                 "must NOT have duplicate items (items ## %d and %d are identical)" % (j, i)))
+        return False
+    return check
+
+
+# -- applicators on the same instance -------------------------------------------
+
+
+@_keyword("$ref")
+def _k_ref(c, schema, value, kpath, spath, cx):
+    if value in ("#", "#/") and cx.base == c.root_base:
+        target, base = c.root, c.root_base
+    else:
+        target, base = c.resolve_chain(value, cx.base, kpath)
+    if _always_valid(target) and not c.track:
+        return None
+    if target is not c.root and (type(target) is bool or not _has_ref(target)):
+        key = (id(target), value, cx.composite)
+        if key not in c.inline:
+            c.inline[key] = c.compile(target, value, _Context(base, cx.composite, cx.env))
+        return c.inline[key]
+    call = c.env(target, base)
+
+    def check(inst, path, errors, ann):
+        if ann is None:
+            return call(inst, path, errors, None)
+        part = _Ann()
+        if call(inst, path, errors, part):
+            ann.merge(part)
+            return True
+        return False
+    return check
+
+
+@_keyword("$dynamicRef")
+def _k_dynamic_ref(c, schema, value, kpath, spath, cx):
+    target, base = c.resolve(value, cx.base, kpath, "$dynamicRef")
+    frag = _split_fragment(value)[1]
+    static = c.env(target, base)
+    name = frag if frag and not frag.startswith("/") else None
+    bookended = name is not None and type(target) is dict and target.get("$dynamicAnchor") == name
+    if not bookended:
+        return _k_ref_call(static)
+    candidates = {}
+    for uri, node in c.dynamic.items():
+        doc, anchor = _split_fragment(uri)
+        if anchor == name:
+            candidates[doc] = (node, c.bases.get(id(node), doc))
+
+    def pick():
+        for doc in _tls.scope:
+            found = candidates.get(doc)
+            if found is not None:
+                return c.env(*found)
+        return static
+
+    def check(inst, path, errors, ann):
+        return _k_ref_call(pick())(inst, path, errors, ann)
+    return check
+
+
+def _k_ref_call(call):
+    """Call a compiled function; its evaluations count only when it passes (like Ajv's callRef)."""
+    def check(inst, path, errors, ann):
+        if ann is None:
+            return call(inst, path, errors, None)
+        part = _Ann()
+        if call(inst, path, errors, part):
+            ann.merge(part)
+            return True
+        return False
+    return check
+
+
+@_keyword("not")
+def _k_not(c, schema, value, kpath, spath, cx):
+    sub = None if _always_valid(value) else c.compile(value, kpath, cx.but(composite=True, types=cx.types))
+
+    def check(inst, path, errors, ann):
+        if sub is not None and not sub(inst, path, None, None):
+            return True
+        if errors is not None:
+            errors.append(_issue(path, kpath, "not", {}, "must NOT be valid"))
+        return False
+    return check
+
+
+@_keyword("anyOf")
+def _k_any_of(c, schema, value, kpath, spath, cx):
+    inner = cx.but(composite=True, types=cx.types)
+    subs = [c.compile(sub, "%s/%d" % (kpath, i), inner) for i, sub in enumerate(value)]
+
+    def check(inst, path, errors, ann):
+        if errors is None and ann is None:
+            for sub in subs:
+                if sub(inst, path, None, None):
+                    return True
+            return False
+        start = len(errors) if errors is not None else 0
+        valid = False
+        for sub in subs:
+            part = _Ann() if ann is not None else None
+            if sub(inst, path, errors, part):
+                valid = True
+                if part is not None:
+                    ann.merge(part)
+            elif valid and ann is None:
+                pass
+        if valid:
+            if errors is not None:
+                del errors[start:]
+            return True
+        if errors is not None:
+            errors.append(_issue(path, kpath, "anyOf", {}, "must match a schema in anyOf"))
+        return False
+    return check
+
+
+@_keyword("oneOf")
+def _k_one_of(c, schema, value, kpath, spath, cx):
+    inner = cx.but(composite=True, types=cx.types)
+    subs = [None if _always_valid(sub) else c.compile(sub, "%s/%d" % (kpath, i), inner)
+            for i, sub in enumerate(value)]
+
+    def check(inst, path, errors, ann):
+        start = len(errors) if errors is not None else 0
+        passing = None
+        for i, sub in enumerate(subs):
+            part = _Ann() if ann is not None else None
+            ok = sub is None or sub(inst, path, errors, part)
+            if ok:
+                if passing is not None:
+                    passing = [passing, i]
+                    break
+                passing = i
+                if part is not None:
+                    ann.merge(part)
+        if type(passing) is int:
+            if errors is not None:
+                del errors[start:]
+            return True
+        if errors is not None:
+            errors.append(_issue(path, kpath, "oneOf", {"passingSchemas": passing},
+                                 "must match exactly one schema in oneOf"))
+        return False
+    return check
+
+
+@_keyword("allOf")
+def _k_all_of(c, schema, value, kpath, spath, cx):
+    return _all_of_checks([c.compile(sub, "%s/%d" % (kpath, i), cx) for i, sub in enumerate(value)
+                           if not _always_valid(sub) or c.track])
+
+
+@_keyword("if")
+def _k_if(c, schema, value, kpath, spath, cx):
+    then, other = schema.get("then"), schema.get("else")
+    has_then = then is not None and not _always_valid(then)
+    has_else = other is not None and not _always_valid(other)
+    if not has_then and not has_else and not c.track:
+        return None
+    cond = c.compile(value, kpath, cx.but(composite=True, types=cx.types))
+    clauses = {True: ("then", c.compile(then, spath + "/then", cx) if has_then else None),
+               False: ("else", c.compile(other, spath + "/else", cx) if has_else else None)}
+
+    def check(inst, path, errors, ann):
+        part = _Ann() if ann is not None else None
+        matched = cond(inst, path, None, part)
+        if matched and part is not None:
+            ann.merge(part)
+        name, clause = clauses[bool(matched)]
+        if clause is None:
+            return True
+        part = _Ann() if ann is not None else None
+        if clause(inst, path, errors, part):
+            if part is not None:
+                ann.merge(part)
+            return True
+        if errors is not None:
+            errors.append(_issue(path, kpath, "if", {"failingKeyword": name}, 'must match "%s" schema' % name))
+        return False
+    return check
+
+
+# -- applicators on object members ------------------------------------------------
+
+
+@_keyword("properties")
+def _k_properties(c, schema, value, kpath, spath, cx):
+    names = _js_keys(value)
+    inner = cx.but()
+    subs = [(name, c.compile(value[name], kpath + "/" + _fragment(name), inner)) for name in names
+            if not _always_valid(value[name])]
+
+    def check(inst, path, errors, ann):
+        if ann is not None:
+            ann.add_props(k for k in names if k in inst)
+        valid = True
+        for name, sub in subs:
+            if name in inst and not sub(inst[name], (path, name), errors, None):
+                if errors is None:
+                    return False
+                valid = False
+        return valid
+    return check
+
+
+def _pattern_list(c, value, kpath):
+    return [(p, c.regex(p, "patternProperties", kpath).search) for p in _js_keys(value)]
+
+
+@_keyword("patternProperties")
+def _k_pattern_properties(c, schema, value, kpath, spath, cx):
+    inner = cx.but()
+    subs = [(search, None if _always_valid(value[p]) else c.compile(value[p], kpath + "/" + _fragment(p), inner))
+            for p, search in _pattern_list(c, value, kpath)]
+
+    def check(inst, path, errors, ann):
+        valid = True
+        keys = _js_keys(inst)
+        for search, sub in subs:
+            for key in keys:
+                if search(key) is not None:
+                    if ann is not None:
+                        ann.add_props((key,))
+                    if sub is not None and not sub(inst[key], (path, key), errors, None):
+                        if errors is None:
+                            return False
+                        valid = False
+        return valid
+    return check
+
+
+@_keyword("additionalProperties")
+def _k_additional_properties(c, schema, value, kpath, spath, cx):
+    props = schema.get("properties") if type(schema.get("properties")) is dict else {}
+    patterns = [search for _, search in _pattern_list(c, schema.get("patternProperties") or {}, kpath)]
+    if _always_valid(value):
+        return _mark_all_props if c.track else None
+    sub = None if value is False else c.compile(value, kpath, cx.but())
+
+    def additional(inst):
+        for key in _js_keys(inst):
+            if key not in props and not any(search(key) for search in patterns):
+                yield key
+
+    def check(inst, path, errors, ann):
+        if ann is not None:
+            ann.props = True
+        valid = True
+        for key in additional(inst):
+            if sub is None:
+                if errors is None:
+                    return False
+                errors.append(_issue(path, kpath, "additionalProperties", {"additionalProperty": key},
+                                     "must NOT have additional properties"))
+                valid = False
+            elif not sub(inst[key], (path, key), errors, None):
+                if errors is None:
+                    return False
+                valid = False
+        return valid
+    return check
+
+
+def _mark_all_props(inst, path, errors, ann):
+    if ann is not None:
+        ann.props = True
+    return True
+
+
+@_keyword("propertyNames")
+def _k_property_names(c, schema, value, kpath, spath, cx):
+    if _always_valid(value):
+        return None
+    sub = c.compile(value, kpath, cx.but(composite=True, types=("string",)))
+
+    def check(inst, path, errors, ann):
+        valid = True
+        for key in _js_keys(inst):
+            found = [] if errors is not None else None
+            if not sub(key, path, found, None):
+                if errors is None:
+                    return False
+                for issue in found:
+                    issue["propertyName"] = key
+                errors.extend(found)
+                errors.append(_issue(path, kpath, "propertyNames", {"propertyName": key},
+                                     "property name must be valid"))
+                valid = False
+        return valid
+    return check
+
+
+@_keyword("unevaluatedProperties")
+def _k_unevaluated_properties(c, schema, value, kpath, spath, cx):
+    sub = None if value is False or _always_valid(value) else c.compile(value, kpath, cx.but())
+    if value is not False and sub is None:
+        return _mark_all_props
+
+    def check(inst, path, errors, ann):
+        seen = ann.props
+        valid = True
+        if seen is not True:
+            for key in _js_keys(inst):
+                if key in seen:
+                    continue
+                if sub is None:
+                    if errors is None:
+                        return False
+                    errors.append(_issue(path, kpath, "unevaluatedProperties", {"unevaluatedProperty": key},
+                                         "must NOT have unevaluated properties"))
+                    valid = False
+                elif not sub(inst[key], (path, key), errors, None):
+                    if errors is None:
+                        return False
+                    valid = False
+        ann.props = True
+        return valid
+    return check
+
+
+# -- applicators on array items -----------------------------------------------------
+
+
+@_keyword("prefixItems")
+def _k_prefix_items(c, schema, value, kpath, spath, cx):
+    inner = cx.but()
+    subs = [c.compile(sub, "%s/%d" % (kpath, i), inner) for i, sub in enumerate(value)]
+    count = len(subs)
+
+    def check(inst, path, errors, ann):
+        if ann is not None and ann.items is not True:
+            ann.items = max(ann.items, count)
+        valid = True
+        for i, sub in enumerate(subs[:len(inst)]):
+            if not sub(inst[i], (path, i), errors, None):
+                if errors is None:
+                    return False
+                valid = False
+        return valid
+    return check
+
+
+@_keyword("items")
+def _k_items(c, schema, value, kpath, spath, cx):
+    prefix = schema.get("prefixItems")
+    start = len(prefix) if type(prefix) is list else 0
+    if _always_valid(value):
+        return _mark_all_items if c.track else None
+    if value is False and start:
+        message = "must NOT have more than %d items" % start
+
+        def closed(inst, path, errors, ann):
+            if ann is not None:
+                ann.items = True
+            if len(inst) <= start:
+                return True
+            if errors is not None:
+                errors.append(_issue(path, kpath, "items", {"limit": start}, message))
+            return False
+        return closed
+    sub = c.compile(value, kpath, cx.but())
+
+    def check(inst, path, errors, ann):
+        if ann is not None:
+            ann.items = True
+        valid = True
+        for i in range(start, len(inst)):
+            if not sub(inst[i], (path, i), errors, None):
+                if errors is None:
+                    return False
+                valid = False
+        return valid
+    return check
+
+
+def _mark_all_items(inst, path, errors, ann):
+    if ann is not None:
+        ann.items = True
+    return True
+
+
+@_keyword("contains")
+def _k_contains(c, schema, value, kpath, spath, cx):
+    low = schema.get("minContains", 1)
+    high = schema.get("maxContains")
+    if high is None:
+        params, message = {"minContains": _js_value(low)}, "must contain at least %s valid item(s)" % _js_number_text(low)
+    else:
+        params = {"minContains": _js_value(low), "maxContains": _js_value(high)}
+        message = "must contain at least %s and no more than %s valid item(s)" % (
+            _js_number_text(low), _js_number_text(high))
+    sub = None if _always_valid(value) else c.compile(value, kpath, cx.but(composite=True))
+
+    def fail(path, errors):
+        if errors is not None:
+            errors.append(_issue(path, kpath, "contains", dict(params), message))
+        return False
+
+    def note(inst, ann):
+        """Annotations: the indices the subschema accepts (the specification's rule)."""
+        if ann is not None and ann.items is not True:
+            ann.idx.update(i for i in range(len(inst)) if sub is None or sub(inst[i], None, None, None))
+
+    def check(inst, path, errors, ann):
+        note(inst, ann)
+        if high is None and low == 0:
+            return True
+        if high is not None and low > high:
+            return fail(path, errors)
+        if sub is None:
+            n = len(inst)
+            return (n >= low and (high is None or n <= high)) or fail(path, errors)
+        start = len(errors) if errors is not None else 0
+        valid = low == 0
+        count = 0
+        for i, item in enumerate(inst):
+            if sub(item, (path, i), errors, None):
+                count += 1
+                if high is None:
+                    if count >= low:
+                        valid = True
+                        break
+                elif count > high:
+                    valid = False
+                    break
+                elif count >= low:
+                    valid = True
+        if valid:
+            if errors is not None:
+                del errors[start:]
+            return True
+        return fail(path, errors)
+    return check
+
+
+@_keyword("unevaluatedItems")
+def _k_unevaluated_items(c, schema, value, kpath, spath, cx):
+    sub = None if value is False or _always_valid(value) else c.compile(value, kpath, cx.but())
+    if value is not False and sub is None:
+        return _mark_all_items
+
+    def check(inst, path, errors, ann):
+        upto = ann.items
+        valid = True
+        if upto is not True:
+            left = [i for i in range(upto, len(inst)) if i not in ann.idx]
+            if left and sub is None:
+                if errors is not None:
+                    errors.append(_issue(path, kpath, "unevaluatedItems", {"limit": upto},
+                                         "must NOT have more than %d items" % upto))
+                valid = False
+            elif sub is not None:
+                for i in left:
+                    if not sub(inst[i], (path, i), errors, None):
+                        if errors is None:
+                            return False
+                        valid = False
+        ann.items = True
+        return valid
+    return check
+
+
+# ---------------------------------------------------------------------------
+# Defaults: Ajv's useDefaults on the input side
+# ---------------------------------------------------------------------------
+
+
+class _Defaulter(object):
+    """Compiles the walk that fills ``default``s the way Ajv's useDefaults does.
+
+    Ajv fills a missing property from ``properties[name].default`` when it validates
+    an object against a schema that is not under anyOf/oneOf/not/if/contains/
+    propertyNames.  The walk follows the same order as validation: $ref, allOf and
+    if/then/else first, then this object's defaults, then its members and items.
+    Subschemas from which no default can be reached compile to None and cost nothing.
+    """
+
+    def __init__(self, compiler, root, base):
+        self.c = compiler
+        self.cache = {}
+        self.needed = self.reaching(root, base)
+
+    def edges(self, schema, base):
+        """The (subschema, base) pairs the walk may enter from ``schema``."""
+        out = []
+        if "$ref" in schema:
+            out.append(self.c.resolve(schema["$ref"], base, "$ref"))
+        for key in ("allOf", "prefixItems"):
+            out.extend((sub, base) for sub in schema.get(key) or ())
+        for key in ("then", "else", "additionalProperties", "items"):
+            if key in schema:
+                out.append((schema[key], base))
+        for key in ("properties", "patternProperties", "dependentSchemas"):
+            if type(schema.get(key)) is dict:
+                out.extend((sub, base) for sub in schema[key].values())
+        return [(sub, self.c.bases.get(id(sub), b)) for sub, b in out if type(sub) is dict]
+
+    def reaching(self, root, base):
+        """Ids of the schemas from which some property default can be reached."""
+        if type(root) is not dict:
+            return set()
+        graph, stack = {}, [(root, self.c.bases.get(id(root), base))]
+        while stack:
+            schema, b = stack.pop()
+            if id(schema) in graph:
+                continue
+            graph[id(schema)] = children = self.edges(schema, b)
+            stack.extend(children)
+        props = {}
+        needed = set()
+        for schema, _ in [(root, base)] + [e for es in graph.values() for e in es]:
+            p = schema.get("properties")
+            if type(p) is dict and any(type(v) is dict and "default" in v for v in p.values()):
+                needed.add(id(schema))
+            props[id(schema)] = True
+        changed = True
+        while changed:
+            changed = False
+            for key, children in graph.items():
+                if key not in needed and any(id(sub) in needed for sub, _ in children):
+                    needed.add(key)
+                    changed = True
+        return needed
+
+    def build(self, schema, base, spath):
+        if type(schema) is not dict or id(schema) not in self.needed:
+            return None
+        key = id(schema)
+        fn = self.cache.get(key)
+        if fn is None:
+            cell = []
+            self.cache[key] = lambda inst: cell[0](inst)
+            cell.append(self.build_object(schema, self.c.bases.get(key, base), spath))
+            fn = self.cache[key] = cell[0]
+        return fn
+
+    def build_object(self, schema, base, spath):
+        steps = []
+        if "$ref" in schema:
+            target, tbase = self.c.resolve(schema["$ref"], base, spath + "/$ref")
+            steps.append(self.build(target, tbase, schema["$ref"]))
+            if not _has_rules(schema, ignore_ref=True):
+                return steps[0] or _no_defaults
+        for i, sub in enumerate(schema.get("allOf") or ()):
+            steps.append(self.build(sub, base, "%s/allOf/%d" % (spath, i)))
+        steps.append(self.conditional(schema, base, spath))
+        steps = [s for s in steps if s is not None]
+        own = self.object_step(schema, base, spath)
+        items = self.array_step(schema, base, spath)
+
+        def fill(inst):
+            for step in steps:
+                step(inst)
+            t = type(inst)
+            if t is dict and own is not None:
+                own(inst)
+            elif t is list and items is not None:
+                items(inst)
+        return fill
+
+    def conditional(self, schema, base, spath):
+        if "if" not in schema:
+            return None
+        then = self.build(schema.get("then"), base, spath + "/then")
+        other = self.build(schema.get("else"), base, spath + "/else")
+        if then is None and other is None:
+            return None
+        cond = self.c.compile(schema["if"], spath + "/if", _Context(base, True, None))
+
+        def fill(inst):
+            step = then if cond(inst, None, None, None) else other
+            if step is not None:
+                step(inst)
+        return fill
+
+    def object_step(self, schema, base, spath):
+        props = schema.get("properties") if type(schema.get("properties")) is dict else {}
+        names = _js_keys(props)
+        defaults = [(n, props[n]["default"]) for n in names if type(props[n]) is dict and "default" in props[n]]
+        subs = self.named(props, names, base, spath + "/properties")
+        patterns = schema.get("patternProperties") if type(schema.get("patternProperties")) is dict else {}
+        searches = [self.c.regex(p, "patternProperties", spath).search for p in _js_keys(patterns)]
+        pattern_subs = [(search, step) for search, (_, step) in
+                        zip(searches, [(p, self.build(patterns[p], base, spath)) for p in _js_keys(patterns)])
+                        if step is not None]
+        extra = self.build(schema.get("additionalProperties"), base, spath + "/additionalProperties")
+        deps = schema.get("dependentSchemas") if type(schema.get("dependentSchemas")) is dict else {}
+        dep_subs = self.named(deps, _js_keys(deps), base, spath + "/dependentSchemas")
+        if not (defaults or subs or pattern_subs or extra or dep_subs):
+            return None
+
+        def fill(inst):
+            for name, value in defaults:
+                if name not in inst:
+                    inst[name] = _copy(value)
+            if extra is not None:
+                for key in _js_keys(inst):
+                    if key not in props and not any(s(key) for s in searches):
+                        extra(inst[key])
+            for name, step in subs:
+                if name in inst:
+                    step(inst[name])
+            for search, step in pattern_subs:
+                for key in _js_keys(inst):
+                    if search(key):
+                        step(inst[key])
+            for name, step in dep_subs:
+                if name in inst:
+                    step(inst)
+        return fill
+
+    def named(self, schemas, names, base, spath):
+        pairs = [(n, self.build(schemas[n], base, spath + "/" + _fragment(n))) for n in names]
+        return [(n, step) for n, step in pairs if step is not None]
+
+    def array_step(self, schema, base, spath):
+        prefix = schema.get("prefixItems") if type(schema.get("prefixItems")) is list else []
+        firsts = [self.build(sub, base, "%s/prefixItems/%d" % (spath, i)) for i, sub in enumerate(prefix)]
+        rest = self.build(schema.get("items"), base, spath + "/items")
+        if rest is None and not any(firsts):
+            return None
+
+        def fill(inst):
+            for i, step in enumerate(firsts[:len(inst)]):
+                if step is not None:
+                    step(inst[i])
+            if rest is not None:
+                for item in inst[len(firsts):]:
+                    rest(item)
+        return fill
+
+
+def _no_defaults(inst):
+    return None
+
+
+def _composite_defaults(schema):
+    """Where Ajv's strict mode refuses a default it would ignore (under anyOf/oneOf/not/if)."""
+    stack = [(schema, False, "data")]
+    seen = set()
+    while stack:
+        node, composite, where = stack.pop()
+        if type(node) is not dict or (id(node), composite) in seen:
+            continue
+        seen.add((id(node), composite))
+        props = node.get("properties")
+        if type(props) is dict:
+            for name, sub in props.items():
+                if composite and type(sub) is dict and "default" in sub:
+                    return "%s.%s" % (where, name)
+                stack.append((sub, composite, where + "." + name))
+        for key in ("anyOf", "oneOf"):
+            for sub in node.get(key) or ():
+                stack.append((sub, True, where))
+        for key in ("not", "if", "contains", "propertyNames"):
+            stack.append((node.get(key), True, where))
+        for sub in node.get("allOf") or ():
+            stack.append((sub, composite, where))
+        for key in ("then", "else", "items", "additionalProperties"):
+            stack.append((node.get(key), composite, where))
+    return None
+
+
+# ---------------------------------------------------------------------------
+# Public API
+# ---------------------------------------------------------------------------
+
+_DEPTH_ISSUE = ("instance is nested too deeply to validate")
+
+
+class SchemaValidator(object):
+    """A compiled schema.  Thread-safe: compiled once, used from any number of threads."""
+
+    def __init__(self, schema, strict=False, remotes=None):
+        """Compile ``schema``; raise SchemaError if it cannot be used.
+
+        ``strict`` refuses what Ajv's ``strict: true`` refuses.  ``remotes`` maps URIs
+        to schemas that ``$ref`` may point to (nothing is ever fetched).
+        """
+        if type(schema) not in (dict, bool):
+            raise SchemaError("a schema must be an object or a boolean, not %s" % type(schema).__name__,
+                              "schema", "#")
+        self.schema = schema
+        self.strict = strict
+        try:
+            compiler = _Compiler(schema, strict, remotes)
+            self._check = compiler.env(schema, compiler.root_base)
+        except RecursionError:
+            raise SchemaError("the schema is nested too deeply to compile", "schema", "#")
+        self._compiler = compiler
+        self._dynamic = compiler.uses_dynamic
+        self._defaulter = None
+        self._defaulter_ready = False
+
+    def _run(self, instance, errors):
+        if self._dynamic:
+            _tls.scope = []
+        return self._check(instance, None, errors, None)
+
+    def issues(self, instance):
+        """Every issue Ajv (allErrors) reports for ``instance``, in Ajv's order."""
+        errors = []
+        try:
+            self._run(instance, errors)
+        except RecursionError:
+            return [{"instancePath": "", "schemaPath": "#", "keyword": "depth", "params": {},
+                     "message": _DEPTH_ISSUE}]
+        return errors
+
+    def is_valid(self, instance):
+        """True when ``instance`` has no issue (stops at the first one)."""
+        try:
+            return bool(self._run(instance, None))
+        except RecursionError:
+            return False
+
+    def apply_defaults(self, instance):
+        """A new value: a deep copy of ``instance`` with defaults filled as Ajv's useDefaults does."""
+        if not self._defaulter_ready:
+            self._prepare_defaults()
+        value = _copy(instance)
+        if self._defaulter is not None:
+            if self._dynamic:
+                _tls.scope = []
+            try:
+                self._defaulter(value)
+            except RecursionError:
+                return _copy(instance)
+        return value
+
+    def _prepare_defaults(self):
+        schema = self.schema
+        if self.strict and type(schema) is dict:
+            if "default" in schema:
+                raise SchemaError("strict mode: default is ignored in the schema root", "default", "#")
+            where = _composite_defaults(schema)
+            if where is not None:
+                raise SchemaError("strict mode: default is ignored for: %s" % where, "default", "#")
+        self._compiler.strict = False
+        try:
+            builder = _Defaulter(self._compiler, schema, self._compiler.root_base)
+            self._defaulter = builder.build(schema, self._compiler.root_base, "#")
+        except RecursionError:
+            raise SchemaError("the schema is nested too deeply to compile", "schema", "#")
+        self._defaulter_ready = True
+
+
+def check_schema(schema, strict=False):
+    """Raise SchemaError if ``schema`` cannot be compiled; return None otherwise."""
+    SchemaValidator(schema, strict)
+
+
+_cache = {}
+_cache_lock = threading.Lock()
+
+
+def apply_defaults(schema, instance):
+    """A new value with ``schema``'s defaults filled into a copy of ``instance``.
+
+    Compiled validators are cached by the schema object's identity, so pass the same
+    (unchanged) schema object each time to pay for compiling once.
+    """
+    key = id(schema)
+    entry = _cache.get(key)
+    if entry is None or entry[0] is not schema:
+        validator = SchemaValidator(schema)
+        with _cache_lock:
+            if len(_cache) >= 256:
+                _cache.clear()
+            _cache[key] = (schema, validator)
+    else:
+        validator = entry[1]
+    return validator.apply_defaults(instance)

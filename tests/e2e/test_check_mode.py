@@ -1,0 +1,124 @@
+"""End-to-end: ``--check`` boots without listening (issue 4; SPEC-NOTES §13, §14).
+
+``python kindgi_pack_min.py --check --index ...`` does what boot does -
+configuration, index, module files, env, imports - and exits 0, or 1 with
+the very problem lines a real boot writes, and never listens: image builds
+and CI run it.
+"""
+
+import json
+
+import pytest
+
+from conftest import PackWriter
+
+CHECK_SECONDS = 15   # far more than a boot needs: a --check that listens would hang past it
+
+GOOD_CODE = '''
+import os
+from kindgi import tool, guardrail
+
+with open(os.path.join(os.path.dirname(__file__), "imported.log"), "a") as f:
+    f.write("imported\\n")
+
+@tool(id="echo", version="1.0.0")
+def echo(input, ctx):
+    return input
+
+@guardrail(id="g")
+def g(config, trace):
+    return True
+'''
+
+
+def good_pack(folder):
+    pack = PackWriter(folder)
+    pack.module("tools/good.py", GOOD_CODE)
+    pack.tool("echo", "tools/good.py", version="1.0.0")
+    pack.guardrail("g", "tools/good.py")
+    return pack
+
+
+def run_check(launcher, index, env=None, **kw):
+    return launcher.run(["--check", "--index", index], env=env, timeout=CHECK_SECONDS, **kw)
+
+
+# -- a pack that boots ----------------------------------------------------------
+
+def test_check_imports_everything_and_exits_0_without_listening(launcher, tmp_path):
+    pack = good_pack(tmp_path)
+    code, checked = run_check(launcher, pack.write())
+    assert code == 0, checked.raw_stderr
+    assert checked.records_of("listening") == []
+    assert checked.records_of("boot-failed") == [] and checked.records_of("config-invalid") == []
+    assert (tmp_path / "tools" / "imported.log").read_text() == "imported\n"
+
+
+def test_check_reports_missing_env_too(launcher, tmp_path):
+    pack = good_pack(tmp_path)
+    pack.env = {"required": ["NOT_SET_B", "NOT_SET_A"], "optional": []}
+    code, checked = run_check(launcher, pack.write())
+    assert checked.wait_record("missing-env")["names"] == ["NOT_SET_A", "NOT_SET_B"]
+    assert checked.records_of("listening") == []
+
+
+# -- packs and configurations that don't ----------------------------------------
+
+def broken_imports(pack):
+    pack.module("tools/boom.py", 'raise RuntimeError("import boom")\n')
+    pack.module("checks/gone.py", "import not_a_module_4f1e\n")
+    pack.tool("t.boom", "tools/boom.py", version="1.0.0")
+    pack.guardrail("g", "checks/gone.py", check_id="g.check")
+    return pack.write(), {}, ["t.boom: import boom", "g.check: No module named 'not_a_module_4f1e'"]
+
+
+def missing_module(pack):
+    pack.tool("t.gone", "tools/nope.py", version="1.0.0")
+    pack.guardrail("g", "checks/nope.py")
+    return pack.write(), {}, ["Missing module: tools/nope.py", "Missing module: checks/nope.py"]
+
+
+def wrong_envelope(pack):
+    return pack.write(v=2), {}, ["Index envelope v2 is not v1"]
+
+
+def bad_config(pack):
+    env = {"PORT": "http", "KINDGI_PACK_ENV_FILTER": "maybe", "KINDGI_PACK_SERVICE_TOKEN": "  "}
+    return pack.write(), env, [
+        "KINDGI_PACK_SERVICE_TOKEN is required",
+        'PORT must be a port number, got "http"',
+        'KINDGI_PACK_ENV_FILTER must be `on` or `off`, not "maybe"',
+    ]
+
+
+FAILURES = {"broken-imports": (broken_imports, "boot-failed", "The pack service failed to boot"),
+            "missing-module": (missing_module, "boot-failed", "The pack service failed to boot"),
+            "wrong-envelope": (wrong_envelope, "boot-failed", "The pack service failed to boot"),
+            "bad-config": (bad_config, "config-invalid", "The pack service configuration is invalid")}
+
+
+@pytest.mark.parametrize("case", sorted(FAILURES))
+def test_check_fails_with_the_problem_lines_a_real_boot_writes(launcher, tmp_path, case):
+    make, kind, message = FAILURES[case]
+    index, env, problems = make(PackWriter(tmp_path))
+    code, checked = run_check(launcher, index, env)
+    assert code == 1, checked.raw_stderr
+    record = checked.wait_record(kind)
+    assert (record["level"], record["message"]) == ("error", message)
+    assert sorted(record["problems"]) == sorted(problems)
+    assert checked.records_of("listening") == []
+
+    code, booted = launcher.run(["--index", index], env=env, timeout=CHECK_SECONDS)
+    assert code == 1
+    assert booted.wait_record(kind)["problems"] == record["problems"]
+
+
+def test_check_with_an_unreadable_index_fails_like_boot(launcher, tmp_path):
+    index = tmp_path / "absent.json"
+    code, checked = run_check(launcher, index)
+    assert code == 1
+    problems = checked.wait_record("boot-failed")["problems"]
+    assert len(problems) == 1 and problems[0].startswith("Cannot read the pack index: ")
+    code, booted = launcher.run(["--index", index], timeout=CHECK_SECONDS)
+    assert (code, booted.wait_record("boot-failed")["problems"]) == (1, problems)
+    assert json.dumps(problems).count(str(index)) == 1

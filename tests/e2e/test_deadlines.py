@@ -1,0 +1,280 @@
+"""End-to-end: deadlines, cancellation and late handlers (SPEC-NOTES §9, §10).
+
+``kindgi-timeout-ms`` parsing, the deadline answered on time while pack
+code still runs, the call's ``Cancellation`` firing (seen by the handler,
+which writes a marker file), ``handler-finished-late`` records, late
+handlers not counting toward the cap, an ``async`` handler that blocks its
+thread, and a caller that hangs up mid-call.
+
+The service runs with a cap of 2, so two late handlers would fill it if they
+still counted.  Handlers that wait for their cancellation return as soon as
+it fires, which keeps the file fast; the bounds asserted on elapsed time are
+loose (seconds apart), they only tell "answered at the deadline" from
+"answered when the handler ended".
+"""
+
+import json
+import os
+import socket
+import threading
+import time
+
+import pytest
+
+from conftest import TOKEN, PackWriter
+
+TOOLS = '''\
+import asyncio, os, time
+from kindgi import tool, guardrail
+
+def mark(input, text):
+    with open(os.path.join(input["dir"], input["name"]), "a") as f:
+        f.write(text + "\\n")
+
+@tool(id="echo", input={}, output={})
+def echo(input):
+    return input
+
+@tool(id="nap", input={}, output={})
+def nap(input):
+    time.sleep(input["seconds"])
+    return {"slept": input["seconds"]}
+
+@tool(id="wait-cancel", input={}, output={})
+def wait_cancel(input, ctx):
+    mark(input, "started")
+    fired = ctx.cancellation.wait(input.get("limit", 10))
+    mark(input, "fired=%s reason=%s" % (fired, ctx.cancellation.reason))
+    return {"fired": fired}
+
+@tool(id="async-wait", input={}, output={})
+async def async_wait(input, ctx):
+    mark(input, "started")
+    try:
+        await asyncio.sleep(input.get("limit", 10))
+    except asyncio.CancelledError:
+        mark(input, "async-cancelled reason=%s" % ctx.cancellation.reason)
+        raise
+    mark(input, "not cancelled")
+    return {}
+
+@tool(id="async-block", input={}, output={})
+async def async_block(input, ctx):
+    mark(input, "started")
+    time.sleep(input["seconds"])
+    mark(input, "ended")
+    return {}
+
+@guardrail(id="slow-check")
+def slow_check(config, trace):
+    time.sleep(config["seconds"])
+    return True
+'''
+
+
+@pytest.fixture(scope="module")
+def service(module_launcher, tmp_path_factory):
+    pack = PackWriter(tmp_path_factory.mktemp("deadlines"))
+    pack.module("tools/main.py", TOOLS)
+    for name in ("echo", "nap", "wait-cancel", "async-wait", "async-block"):
+        pack.tool(name, "tools/main.py")
+    pack.guardrail("slow-check", "tools/main.py")
+    return module_launcher.start(pack.write(), env={"KINDGI_PACK_SERVICE_MAX_CONCURRENCY": "2"})
+
+
+def timed_call(service, tool_id, input, timeout_ms=None, ctx=None):
+    headers = {} if timeout_ms is None else {"kindgi-timeout-ms": timeout_ms}
+    start = time.monotonic()
+    resp = service.call_tool(tool_id, input, headers=headers, ctx=ctx)
+    return resp, time.monotonic() - start
+
+
+def deadline_answer(target_id, key="toolId"):
+    return {"v": 2, "kind": "error", "code": "deadline-exceeded",
+            "message": "%s passed its deadline" % target_id, key: target_id}
+
+
+def marker(tmp_path, name):
+    return {"dir": str(tmp_path), "name": name}
+
+
+def wait_for_lines(path, count, seconds=10):
+    """The marker file's lines once it has ``count`` of them (or what it has at the end)."""
+    end = time.monotonic() + seconds
+    lines = []
+    while time.monotonic() < end:
+        lines = path.read_text().splitlines() if path.exists() else []
+        if len(lines) >= count:
+            break
+        time.sleep(0.02)
+    return lines
+
+
+def in_thread(fn, *args, **kw):
+    holder = {}
+
+    def run():
+        holder["value"] = fn(*args, **kw)
+
+    thread = threading.Thread(target=run, daemon=True)
+    thread.start()
+    return thread, holder
+
+
+# -- kindgi-timeout-ms ---------------------------------------------------------------
+
+@pytest.mark.parametrize("header", ["700", " 700 ", "\t700"])
+def test_timeout_header_sets_the_deadline(service, tmp_path, header):
+    resp, elapsed = timed_call(service, "wait-cancel", marker(tmp_path, "m"), timeout_ms=header)
+    assert resp.status == 200
+    assert resp.json == deadline_answer("wait-cancel")
+    assert 0.6 <= elapsed < 5
+    assert int(resp.header("kindgi-duration-ms")) >= 690
+
+
+@pytest.mark.parametrize("header", ["abc", "0", "-5", "1.5", "", "1e2", "0x10", "+50", "7 0"])
+def test_bad_timeout_header_means_the_default(service, header):
+    """Misread as a small number, each of these would expire before the 0.3 s nap ends."""
+    resp, _ = timed_call(service, "nap", {"seconds": 0.3}, timeout_ms=header)
+    assert resp.json == {"v": 2, "kind": "result", "output": {"slept": 0.3}}
+
+
+def test_no_timeout_header_means_the_default(service):
+    resp, _ = timed_call(service, "nap", {"seconds": 0.3})
+    assert resp.json["kind"] == "result"
+
+
+# -- the deadline answer ------------------------------------------------------------------
+
+def test_deadline_is_answered_while_a_sync_handler_sleeps(service):
+    resp, elapsed = timed_call(service, "nap", {"seconds": 2.5}, timeout_ms="300",
+                               ctx={"tenantId": "t", "runId": "r", "requestId": "nap-late"})
+    assert resp.status == 200
+    assert resp.body == b'{"v":2,"kind":"error","code":"deadline-exceeded","message":"nap passed its deadline",' \
+                        b'"toolId":"nap"}'
+    assert resp.header("kindgi-artifact-version") == "art-1"
+    assert elapsed < 2.0
+    record = service.wait_record("call", where=lambda r: r.get("requestId") == "nap-late")
+    assert record["outcome"] == "deadline-exceeded"
+    assert record["level"] == "warn"
+
+
+def test_late_handler_is_logged_with_after_ms(service):
+    resp, _ = timed_call(service, "nap", {"seconds": 0.8}, timeout_ms="200",
+                         ctx={"tenantId": "t", "runId": "r", "requestId": "nap-logged"})
+    assert resp.json["code"] == "deadline-exceeded"
+    record = service.wait_record("handler-finished-late", timeout=10,
+                                 where=lambda r: r.get("requestId") == "nap-logged")
+    assert record["level"] == "warn"
+    assert record["toolId"] == "nap"
+    assert 800 <= record["afterMs"] < 5000
+    assert record["message"] == "tool nap finished %d ms after its call ended" % record["afterMs"]
+
+
+def test_deadline_fires_the_cancellation(service, tmp_path):
+    resp, elapsed = timed_call(service, "wait-cancel", marker(tmp_path, "m"), timeout_ms="300",
+                               ctx={"tenantId": "t", "runId": "r", "requestId": "wait-deadline"})
+    assert resp.json == deadline_answer("wait-cancel")
+    assert wait_for_lines(tmp_path / "m", 2) == ["started", "fired=True reason=deadline-exceeded"]
+    record = service.wait_record("handler-finished-late", where=lambda r: r.get("requestId") == "wait-deadline")
+    assert record["afterMs"] >= 300
+
+
+def test_deadline_cancels_an_async_handler_at_its_next_await(service, tmp_path):
+    resp, elapsed = timed_call(service, "async-wait", marker(tmp_path, "m"), timeout_ms="300")
+    assert resp.json == deadline_answer("async-wait")
+    assert elapsed < 5
+    assert wait_for_lines(tmp_path / "m", 2) == ["started", "async-cancelled reason=deadline-exceeded"]
+
+
+def test_check_deadline(service):
+    start = time.monotonic()
+    resp = service.call_check("slow-check", config={"seconds": 1.5}, headers={"kindgi-timeout-ms": "250"})
+    assert time.monotonic() - start < 1.4
+    assert resp.json == deadline_answer("slow-check", "checkId")
+
+
+# -- the cap and late handlers ---------------------------------------------------------------
+
+def test_late_handlers_do_not_count_toward_the_cap(service):
+    for _ in range(2):  # cap is 2: both would still hold a slot if late handlers counted
+        resp, _ = timed_call(service, "nap", {"seconds": 1.5}, timeout_ms="150")
+        assert resp.json["code"] == "deadline-exceeded"
+    resp, _ = timed_call(service, "echo", {"after": "late"})
+    assert resp.status == 200, resp
+    assert resp.json == {"v": 2, "kind": "result", "output": {"after": "late"}}
+    resp, _ = timed_call(service, "echo", {"again": True})
+    assert resp.status == 200, resp
+
+
+def test_async_handler_that_blocks_stalls_nothing_else(service, tmp_path):
+    thread, holder = in_thread(timed_call, service, "async-block",
+                               dict(marker(tmp_path, "m"), seconds=2.5), timeout_ms="500")
+    assert wait_for_lines(tmp_path / "m", 1) == ["started"]
+    try:
+        start = time.monotonic()
+        assert service.request("GET", "/healthz", token=False).status == 200
+        assert service.request("GET", "/readyz", token=False).status == 200
+        resp, _ = timed_call(service, "echo", {"during": "block"})
+        assert resp.json == {"v": 2, "kind": "result", "output": {"during": "block"}}
+        assert time.monotonic() - start < 1.5
+    finally:
+        thread.join(10)
+    resp, elapsed = holder["value"]
+    assert resp.json == deadline_answer("async-block")
+    assert elapsed < 2.0
+    assert wait_for_lines(tmp_path / "m", 2, seconds=5)[-1] == "ended"
+
+
+def test_two_blocking_async_handlers_keep_their_own_deadlines(service, tmp_path):
+    calls = [in_thread(timed_call, service, "async-block", dict(marker(tmp_path, "m%d" % i), seconds=2),
+                       timeout_ms="400") for i in range(2)]
+    for thread, _ in calls:
+        thread.join(10)
+    for _, holder in calls:
+        resp, elapsed = holder["value"]
+        assert resp.json == deadline_answer("async-block")
+        assert elapsed < 1.8
+
+
+# -- a caller that leaves ---------------------------------------------------------------------
+
+def send_and_hang_up(service, message, started_file):
+    body = json.dumps(message).encode()
+    head = ("POST /v1/invoke HTTP/1.1\r\nhost: x\r\nkindgi-pack-token: %s\r\ncontent-type: application/json\r\n"
+            "content-length: %d\r\n\r\n" % (TOKEN, len(body))).encode()
+    with socket.create_connection(("127.0.0.1", service.port), timeout=5) as sock:
+        sock.sendall(head + body)
+        wait_for_lines(started_file, 1)
+    # leaving the block closes the socket mid-call
+
+
+@pytest.mark.parametrize("tool_id,fired", [
+    ("wait-cancel", "fired=True reason=cancelled"),
+    ("async-wait", "async-cancelled reason=cancelled"),
+])
+def test_caller_hanging_up_cancels_the_call(service, tmp_path, tool_id, fired):
+    request_id = "hangup-" + tool_id
+    message = {"v": 2, "kind": "invoke", "tool": {"id": tool_id}, "input": marker(tmp_path, "m"),
+               "ctx": {"tenantId": "t", "runId": "r", "requestId": request_id}}
+    start = time.monotonic()
+    send_and_hang_up(service, message, tmp_path / "m")
+    assert wait_for_lines(tmp_path / "m", 2) == ["started", fired]
+    assert time.monotonic() - start < 5
+    record = service.wait_record("call", where=lambda r: r.get("requestId") == request_id)
+    assert record["outcome"] == "cancelled"
+    assert record["toolId"] == tool_id
+    assert record["message"].startswith("tool %s cancelled " % tool_id)
+
+
+def test_hung_up_calls_free_their_slots(service, tmp_path):
+    for i in range(3):  # more than the cap of 2
+        name = "m%d" % i
+        message = {"v": 2, "kind": "invoke", "tool": {"id": "wait-cancel"},
+                   "input": dict(marker(tmp_path, name), limit=3), "ctx": {"tenantId": "t", "runId": "r"}}
+        send_and_hang_up(service, message, tmp_path / name)
+        assert wait_for_lines(tmp_path / name, 2)[1].startswith("fired=True")
+    resp, _ = timed_call(service, "echo", {"ok": 1})
+    assert resp.status == 200
+    assert service.proc.poll() is None
+    assert os.path.exists(str(tmp_path / "m2"))

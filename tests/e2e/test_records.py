@@ -1,0 +1,239 @@
+"""End-to-end: the records the service writes on stderr (SPEC-NOTES §15, §13).
+
+One JSON object a line; fixed keys first (time, level, severity, subsystem,
+message), then the correlation ids present in their fixed order, then the
+rest; ``event`` and ``kind`` agree.  ``call`` records describe each parsed
+call; a valid W3C ``traceparent`` gives them the caller's ``traceId`` and a
+fresh ``spanId``.  ``KINDGI_LOG_LEVEL`` filters everything but lifecycle
+records, ``KINDGI_LOG_FORMAT=pretty`` writes lines for humans, and what pack
+code prints goes to stdout, line by line, never into an answer.
+"""
+
+import re
+import signal
+import threading
+import time
+
+import pytest
+
+from conftest import PackWriter
+
+FIXED = ["time", "level", "severity", "subsystem", "message"]
+CORRELATION = ["traceId", "spanId", "requestId", "tenantId", "projectId", "orgId", "runId", "toolId"]
+SEVERITY = {"error": "ERROR", "warn": "WARNING", "info": "INFO", "debug": "DEBUG", "trace": "DEBUG"}
+TIME = re.compile(r"^\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d\.\d{3}Z$")
+TRACE_ID = "4bf92f3577b34da6a3ce929d0e0e4736"
+PARENT_ID = "00f067aa0ba902b7"
+FULL_CTX = {"tenantId": "tenant-1", "runId": "run-full", "requestId": "req-1", "projectId": "proj-1",
+            "orgId": "org-1"}
+
+PACK_CODE = '''
+import os, time
+from kindgi import tool, guardrail
+
+@tool(id="echo", version="1.0.0")
+def echo(input, ctx):
+    return input
+
+@tool(id="boom", version="1.0.0")
+def boom(input, ctx):
+    raise ValueError("boom")
+
+@tool(id="printer", version="1.0.0")
+def printer(input, ctx):
+    """Prints a line, then waits for the release file: the line must be out before the return."""
+    print(input["line"])
+    end = time.monotonic() + 10
+    while time.monotonic() < end and not os.path.exists(input["release"]):
+        time.sleep(0.02)
+    return {"printed": True}
+
+@guardrail(id="g")
+def g(config, trace):
+    return True
+'''
+
+
+@pytest.fixture(scope="module")
+def pack_index(tmp_path_factory):
+    pack = PackWriter(tmp_path_factory.mktemp("records"))
+    pack.module("tools/code.py", PACK_CODE)
+    for tool_id in ("echo", "boom", "printer"):
+        pack.tool(tool_id, "tools/code.py", version="1.0.0")
+    pack.guardrail("g", "tools/code.py")
+    return pack.write()
+
+
+@pytest.fixture(scope="module")
+def service(module_launcher, pack_index):
+    return module_launcher.start(pack_index)
+
+
+def call_record(service, run_id):
+    return service.wait_record("call", where=lambda r: r.get("runId") == run_id)
+
+
+def traced_call(service, run_id, traceparent):
+    response = service.call_tool("echo", {}, ctx={"tenantId": "t", "runId": run_id},
+                                 headers={"traceparent": traceparent})
+    assert response.status == 200, response
+    return call_record(service, run_id)
+
+
+def assert_shape(record):
+    """Fixed keys, then correlation ids in order, then the rest; event == kind."""
+    keys = list(record)
+    assert keys[:5] == FIXED, keys
+    ids = [k for k in keys if k in CORRELATION]
+    assert keys[5:5 + len(ids)] == sorted(ids, key=CORRELATION.index), keys
+    assert TIME.match(record["time"]), record["time"]
+    assert record["severity"] == SEVERITY[record["level"]]
+    assert record["event"] == record["kind"]
+
+
+# -- shape ----------------------------------------------------------------------
+
+def test_every_record_has_the_shape(service):
+    service.call_tool("boom", {})
+    service.call_check("g")
+    service.wait_record("call", where=lambda r: r.get("checkId") == "g")
+    assert len(service.records) >= 3
+    for record in service.records:
+        if record.get("subsystem") == "pack":
+            assert_shape(record)
+
+
+def test_listening_record(service):
+    record = service.records_of("listening")[0]
+    assert (record["level"], record["subsystem"]) == ("info", "pack")
+    assert record["message"] == "Listening on port %d" % service.port
+    assert (record["packId"], record["artifactVersion"]) == ("test-pack", "art-1")
+
+
+def test_call_record_fields_and_order(service):
+    traceparent = "00-%s-%s-01" % (TRACE_ID, PARENT_ID)
+    response = service.call_tool("echo", {"x": 1}, ctx=FULL_CTX, headers={"traceparent": traceparent})
+    assert response.status == 200, response
+    record = call_record(service, "run-full")
+    assert list(record)[:13] == FIXED + CORRELATION
+    assert_shape(record)
+    assert record["level"] == "info"
+    assert record["message"] == "tool echo ok %dms" % record["durationMs"]
+    assert isinstance(record["durationMs"], int) and record["durationMs"] >= 0
+    expected = {"requestId": "req-1", "tenantId": "tenant-1", "projectId": "proj-1", "orgId": "org-1",
+                "runId": "run-full", "toolId": "echo", "packId": "test-pack", "artifactVersion": "art-1",
+                "target": "tool", "id": "echo", "outcome": "ok", "event": "call", "kind": "call",
+                "inMessage": ["target", "id", "outcome", "durationMs"]}
+    assert {k: record.get(k) for k in expected} == expected
+
+
+def test_call_record_for_a_failed_call_is_a_warning(service):
+    service.call_tool("boom", {}, ctx={"tenantId": "t", "runId": "run-boom"})
+    record = call_record(service, "run-boom")
+    assert (record["level"], record["severity"], record["outcome"]) == ("warn", "WARNING", "handler-throw")
+    assert record["message"] == "tool boom handler-throw %dms" % record["durationMs"]
+
+
+def test_check_call_record(service):
+    service.call_check("g", headers={"traceparent": "00-%s-%s-00" % (TRACE_ID, PARENT_ID)})
+    record = service.wait_record("call", where=lambda r: r.get("checkId") == "g" and "traceId" in r)
+    assert (record["target"], record["id"], record["outcome"]) == ("check", "g", "ok")
+    assert record["message"] == "check g ok %dms" % record["durationMs"]
+    assert "toolId" not in record and "runId" not in record
+
+
+# -- trace ids ------------------------------------------------------------------
+
+def test_valid_traceparent_gives_the_callers_trace_and_a_fresh_span(service):
+    traceparent = "00-%s-%s-01" % (TRACE_ID, PARENT_ID)
+    first = traced_call(service, "run-trace-1", traceparent)
+    second = traced_call(service, "run-trace-2", traceparent)
+    for record in (first, second):
+        assert record["traceId"] == TRACE_ID
+        assert re.match(r"^[0-9a-f]{16}$", record["spanId"]), record["spanId"]
+        assert record["spanId"] != PARENT_ID
+    assert first["spanId"] != second["spanId"]
+
+
+def test_future_version_may_carry_more_fields(service):
+    record = traced_call(service, "run-trace-future", "01-%s-%s-01-future-field" % (TRACE_ID, PARENT_ID))
+    assert record["traceId"] == TRACE_ID
+
+
+INVALID_TRACEPARENTS = {
+    "uppercase": "00-%s-%s-01" % (TRACE_ID.upper(), PARENT_ID),
+    "version-ff": "ff-%s-%s-01" % (TRACE_ID, PARENT_ID),
+    "zero-trace": "00-%s-%s-01" % ("0" * 32, PARENT_ID),
+    "zero-parent": "00-%s-%s-01" % (TRACE_ID, "0" * 16),
+    "00-too-long": "00-%s-%s-01-extra" % (TRACE_ID, PARENT_ID),
+    "00-too-short": "00-%s-%s-1" % (TRACE_ID, PARENT_ID),
+    "short-trace": "00-%s-%s-01" % (TRACE_ID[:-1], PARENT_ID),
+    "garbage": "not a traceparent",
+}
+
+
+@pytest.mark.parametrize("name", sorted(INVALID_TRACEPARENTS))
+def test_invalid_traceparent_gives_no_trace_fields(service, name):
+    record = traced_call(service, "run-bad-trace-" + name, INVALID_TRACEPARENTS[name])
+    assert "traceId" not in record and "spanId" not in record
+
+
+# -- stdout ---------------------------------------------------------------------
+
+def test_prints_go_to_stdout_line_by_line_and_never_into_answers(service, tmp_path):
+    line = "printed-by-pack-code-5a1c"
+    release = tmp_path / "release"
+    answers = []
+    thread = threading.Thread(target=lambda: answers.append(
+        service.call_tool("printer", {"line": line, "release": str(release)})))
+    thread.start()
+    try:
+        deadline = time.monotonic() + 5
+        while line not in service.stdout and time.monotonic() < deadline:
+            time.sleep(0.02)
+        assert line in service.stdout, "the print is not on stdout while the handler still runs"
+        assert thread.is_alive()
+    finally:
+        release.touch()
+        thread.join(15)
+    assert answers[0].json == {"v": 2, "kind": "result", "output": {"printed": True}}
+    assert line.encode() not in answers[0].body
+    assert all(line not in r.get("message", "") for r in service.records)
+
+
+# -- configuration --------------------------------------------------------------
+
+def test_log_level_warn_hides_ok_calls_but_not_lifecycle(launcher, pack_index):
+    quiet = launcher.start(pack_index, env={"KINDGI_LOG_LEVEL": "warn"})
+    assert quiet.call_tool("echo", {}, ctx={"tenantId": "t", "runId": "run-ok"}).status == 200
+    quiet.call_tool("boom", {}, ctx={"tenantId": "t", "runId": "run-warn"})
+    assert call_record(quiet, "run-warn")["outcome"] == "handler-throw"
+    assert [r for r in quiet.records_of("call") if r.get("runId") == "run-ok"] == []
+    quiet.signal(signal.SIGTERM)
+    assert quiet.wait_exit(10) == 0
+    assert [r["kind"] for r in quiet.records if r["level"] == "info"] == ["listening", "draining", "stopped"]
+
+
+def test_pretty_format_writes_lines_that_are_not_json(launcher, pack_index):
+    pretty = launcher.start(pack_index, env={"KINDGI_LOG_FORMAT": "pretty", "DROPPED_FOR_PRETTY": "1"},
+                            expect_listening=False)
+    deadline = time.monotonic() + 20
+    while not any("Listening on port" in line for line in pretty.raw_stderr) and time.monotonic() < deadline:
+        time.sleep(0.02)
+    assert any("Listening on port" in line for line in pretty.raw_stderr), pretty.raw_stderr
+    assert any("DROPPED_FOR_PRETTY" in line for line in pretty.raw_stderr), pretty.raw_stderr
+    assert pretty.records == []
+
+
+@pytest.mark.parametrize("name, value, message", [
+    ("KINDGI_LOG_LEVEL", "loud", 'KINDGI_LOG_LEVEL must be one of error, warn, info, debug, trace, got "loud".'),
+    ("KINDGI_LOG_FORMAT", "x", 'KINDGI_LOG_FORMAT must be auto, json or pretty, got "x".'),
+    ("KINDGI_LOG_LEVELS", "pack", 'KINDGI_LOG_LEVELS: "pack" isn\'t subsystem=level '
+                                  '(levels: error, warn, info, debug, trace).'),
+])
+def test_bad_log_setting_is_config_invalid_with_that_message(launcher, pack_index, name, value, message):
+    code, failed = launcher.run(["--index", pack_index], env={name: value})
+    assert code == 1
+    record = failed.wait_record("config-invalid")
+    assert (record["message"], record["problems"], record["level"]) == (message, [message], "error")
+    assert failed.records_of("listening") == []

@@ -1,0 +1,239 @@
+"""End-to-end: tenant pinning, protocol 2.7.0 (SPEC-NOTES §18, §1).
+
+``KINDGI_PACK_TENANT_ID`` pins the service: ``/v1/invoke`` and ``/v1/info``
+without a matching ``kindgi-tenant-id`` header, and tool calls whose
+``ctx.tenantId`` names another tenant, get 421 ``{"code":"pack-tenant-mismatch"}``
+and run nothing.  The check sits after 404/405/401 and before every 503, 415
+and 413; the ctx check sits after the envelope is parsed.  Probes are exempt,
+and an unpinned service ignores the header.
+"""
+
+import threading
+import time
+
+import pytest
+
+from conftest import TOKEN, PackWriter
+
+TENANT = "tenant-a"
+MISMATCH = b'{"code":"pack-tenant-mismatch"}'
+PINNED = {"kindgi-tenant-id": TENANT}
+
+PACK_CODE = '''
+import os, time
+from kindgi import tool, guardrail
+
+@tool(id="mark", version="1.0.0")
+def mark(input, ctx):
+    open(input["path"], "w").close()
+    return {"tenant": ctx.tenant_id}
+
+@tool(id="hold", version="1.0.0")
+def hold(input, ctx):
+    open(input["started"], "w").close()
+    end = time.monotonic() + 20
+    while time.monotonic() < end and not os.path.exists(input["release"]):
+        time.sleep(0.02)
+    return {}
+
+@guardrail(id="g")
+def g(config, trace):
+    open(config["path"], "w").close()
+    return True
+'''
+
+
+@pytest.fixture(scope="module")
+def pack(tmp_path_factory):
+    pack = PackWriter(tmp_path_factory.mktemp("tenant"))
+    pack.module("tools/code.py", PACK_CODE)
+    pack.tool("mark", "tools/code.py", version="1.0.0")
+    pack.tool("hold", "tools/code.py", version="1.0.0")
+    pack.guardrail("g", "tools/code.py")
+    return pack
+
+
+@pytest.fixture(scope="module")
+def pinned(module_launcher, pack):
+    """Pinned to tenant-a, one call at a time (for the overload ordering)."""
+    return module_launcher.start(pack.write(), env={"KINDGI_PACK_TENANT_ID": TENANT,
+                                                    "KINDGI_PACK_SERVICE_MAX_CONCURRENCY": "1"})
+
+
+@pytest.fixture(scope="module")
+def pinned_not_ready(module_launcher, pack):
+    """Pinned, and not ready: a required variable is missing under the strict check."""
+    pack.env = {"required": ["NEVER_SET"], "optional": []}
+    index = pack.write("index-needs-env.json")
+    pack.env = {"required": [], "optional": []}
+    return module_launcher.start(index, env={"KINDGI_PACK_TENANT_ID": TENANT})
+
+
+def assert_mismatch(response):
+    assert response.status == 421, response
+    assert response.body == MISMATCH
+    assert response.header("content-type") == "application/json; charset=utf-8"
+    for name in ("retry-after", "kindgi-duration-ms", "kindgi-artifact-version"):
+        assert response.header(name) is None, name
+
+
+def mark_call(service, path, tenant_id=TENANT, headers=PINNED, run_id="run-1", **kw):
+    ctx = {"tenantId": tenant_id, "runId": run_id}
+    return service.call_tool("mark", {"path": str(path)}, ctx=ctx, headers=headers, **kw)
+
+
+# -- the header -----------------------------------------------------------------
+
+WRONG_HEADERS = [{}, {"kindgi-tenant-id": "tenant-b"}, {"kindgi-tenant-id": "Tenant-A"},
+                 {"kindgi-tenant-id": "tenant-a-2"}, {"kindgi-tenant-id": ""}]
+
+
+@pytest.mark.parametrize("headers", WRONG_HEADERS, ids=["none", "other", "case", "longer", "empty"])
+def test_invoke_without_the_pinned_header_is_421_and_runs_nothing(pinned, tmp_path, headers):
+    marker = tmp_path / "ran"
+    assert_mismatch(mark_call(pinned, marker, headers=headers, run_id="run-refused"))
+    assert not marker.exists()
+
+
+@pytest.mark.parametrize("headers", WRONG_HEADERS, ids=["none", "other", "case", "longer", "empty"])
+def test_info_without_the_pinned_header_is_421(pinned, headers):
+    assert_mismatch(pinned.request("GET", "/v1/info", headers=headers))
+
+
+def test_matching_header_and_ctx_run(pinned, tmp_path):
+    marker = tmp_path / "ran"
+    response = mark_call(pinned, marker)
+    assert response.status == 200, response
+    assert response.json["output"] == {"tenant": TENANT}
+    assert marker.exists()
+    assert pinned.request("GET", "/v1/info", headers=PINNED).status == 200
+
+
+def test_header_is_matched_after_trimming_whitespace(pinned):
+    head = ("GET /v1/info HTTP/1.1\r\nhost: x\r\nkindgi-pack-token: %s\r\n"
+            "kindgi-tenant-id: \t %s \t\r\nconnection: close\r\n\r\n") % (TOKEN, TENANT)
+    assert pinned.raw(head.encode()).startswith(b"HTTP/1.1 200 ")
+
+
+def test_no_call_record_for_a_421(pinned, tmp_path):
+    mark_call(pinned, tmp_path / "x", headers={}, run_id="run-421-header")
+    mark_call(pinned, tmp_path / "y", tenant_id="tenant-b", run_id="run-421-ctx")
+    mark_call(pinned, tmp_path / "z", run_id="run-421-control")
+    pinned.wait_record("call", where=lambda r: r.get("runId") == "run-421-control")
+    assert [r for r in pinned.records_of("call") if r.get("runId") in ("run-421-header", "run-421-ctx")] == []
+
+
+# -- ctx.tenantId ---------------------------------------------------------------
+
+def test_tool_call_for_another_tenant_is_421_and_runs_nothing(pinned, tmp_path):
+    marker = tmp_path / "ran"
+    assert_mismatch(mark_call(pinned, marker, tenant_id="tenant-b"))
+    assert_mismatch(mark_call(pinned, marker, tenant_id=" tenant-a"))
+    assert not marker.exists()
+
+
+def test_malformed_messages_still_get_their_200_error(pinned):
+    bad_ctx = {"v": 2, "kind": "invoke", "tool": {"id": "mark"}, "input": {}, "ctx": {"tenantId": "tenant-b"}}
+    response = pinned.invoke(bad_ctx, headers=PINNED)
+    assert response.status == 200, response
+    assert response.json == {"v": 2, "kind": "error", "code": "malformed-message",
+                             "message": "`ctx` needs string `tenantId` and `runId`"}
+    response = pinned.invoke(b"{not json", headers=dict(PINNED, **{"content-type": "application/json"}))
+    assert response.status == 200, response
+    assert response.json["code"] == "malformed-message"
+
+
+def test_check_invokes_are_checked_by_header_only(pinned, tmp_path):
+    marker = tmp_path / "ran"
+    other_trace = {"runId": "run-1", "tenantId": "tenant-b"}
+    response = pinned.call_check("g", {"path": str(marker)}, trace=other_trace, headers=PINNED)
+    assert response.status == 200, response
+    assert response.json == {"v": 2, "kind": "check-result", "result": {"passed": True}}
+    assert marker.exists()
+    marker.unlink()
+    assert_mismatch(pinned.call_check("g", {"path": str(marker)}, headers={"kindgi-tenant-id": "tenant-b"}))
+    assert not marker.exists()
+
+
+# -- what comes before, what comes after ----------------------------------------
+
+def test_probes_are_exempt(pinned):
+    assert pinned.request("GET", "/healthz", token=False).status == 200
+    assert pinned.request("GET", "/readyz", token=False).status == 200
+
+
+def test_404_405_401_come_before_421(pinned):
+    assert pinned.request("GET", "/v1/nope").status == 404
+    assert pinned.request("GET", "/v1/invoke").status == 405
+    assert pinned.request("POST", "/v1/info").status == 405
+    assert pinned.request("GET", "/v1/info", token=False).status == 401
+    assert pinned.call_tool("mark", {}, token="wrong").status == 401
+
+
+def test_421_comes_before_415(pinned):
+    response = pinned.invoke("{}", headers={"content-type": "text/plain", "kindgi-tenant-id": "tenant-b"})
+    assert_mismatch(response)
+    assert pinned.invoke("{}", headers=dict(PINNED, **{"content-type": "text/plain"})).status == 415
+
+
+def test_421_comes_before_413(pinned):
+    head = ("POST /v1/invoke HTTP/1.1\r\nhost: x\r\nkindgi-pack-token: %s\r\nkindgi-tenant-id: tenant-b\r\n"
+            "content-type: application/json\r\ncontent-length: %d\r\n\r\n") % (TOKEN, 10485761)
+    answer = pinned.raw(head.encode(), timeout=5)
+    assert answer.startswith(b"HTTP/1.1 421 "), answer[:200]
+    assert answer.endswith(MISMATCH)
+
+
+def test_421_comes_before_overloaded(pinned, tmp_path):
+    started, release = tmp_path / "started", tmp_path / "release"
+    answers = []
+    hold_input = {"started": str(started), "release": str(release)}
+    held = threading.Thread(target=lambda: answers.append(pinned.call_tool(
+        "hold", hold_input, ctx={"tenantId": TENANT, "runId": "run-hold"}, headers=PINNED)))
+    held.start()
+    try:
+        deadline = time.monotonic() + 10
+        while not started.exists() and time.monotonic() < deadline:
+            time.sleep(0.02)
+        assert started.exists()
+        assert pinned.call_tool("mark", {"path": str(tmp_path / "x")}, headers=PINNED).body \
+            == b'{"error":"overloaded"}'
+        assert_mismatch(mark_call(pinned, tmp_path / "x", headers={}))
+    finally:
+        release.touch()
+        held.join(15)
+    assert [a.status for a in answers] == [200]
+
+
+def test_421_comes_before_not_ready(pinned_not_ready, tmp_path):
+    assert_mismatch(mark_call(pinned_not_ready, tmp_path / "x", headers={}))
+    response = mark_call(pinned_not_ready, tmp_path / "x")
+    assert (response.status, response.json["error"]) == (503, "missing env")
+    assert pinned_not_ready.request("GET", "/readyz", token=False).status == 503
+
+
+# -- configuration --------------------------------------------------------------
+
+def test_unpinned_service_ignores_the_header(launcher, pack, tmp_path):
+    service = launcher.start(pack.write())
+    marker = tmp_path / "ran"
+    response = mark_call(service, marker, tenant_id="tenant-b", headers={"kindgi-tenant-id": "tenant-c"})
+    assert response.status == 200, response
+    assert marker.exists()
+    assert service.request("GET", "/v1/info").status == 200
+
+
+def test_pinned_value_is_trimmed(launcher, pack):
+    service = launcher.start(pack.write(), env={"KINDGI_PACK_TENANT_ID": "  %s\t" % TENANT})
+    assert service.request("GET", "/v1/info", headers=PINNED).status == 200
+    assert_mismatch(service.request("GET", "/v1/info"))
+
+
+@pytest.mark.parametrize("value", ["tenant a", "tenant\x7fa"])
+def test_pinned_value_with_spaces_or_controls_is_config_invalid(launcher, pack, value):
+    code, service = launcher.run(["--index", pack.write()], env={"KINDGI_PACK_TENANT_ID": value})
+    assert code == 1
+    record = service.wait_record("config-invalid")
+    assert record["message"] == "The pack service configuration is invalid"
+    assert any("KINDGI_PACK_TENANT_ID" in p for p in record["problems"]), record
+    assert service.records_of("listening") == []

@@ -1,0 +1,242 @@
+"""End-to-end: the service token and undeclared variables are out of pack code's reach.
+
+A probe tool looks everywhere pack code can look for its environment:
+``os.environ``, ``/proc/self/environ``, ``/proc/self/cmdline``, the
+environment of a child process it starts (``env``), and every pipe it holds
+open.  The token must be in none of them, and under the env filter
+(SPEC-NOTES §16, default on) neither may any variable the pack doesn't
+declare, while declared names, the ``KINDGI_``/``LC_``/``PYTHON``/...
+prefixes and the 58 platform names are kept.  The records never carry the
+token, not even when pack code logs or prints it.
+"""
+
+import json
+import os
+
+import pytest
+
+from conftest import TOKEN, PackWriter, service_env
+
+# SPEC-NOTES §16, written out again here so that the test checks the service's copy.
+PLATFORM_NAMES = """
+PATH HOME HOSTNAME USER LANG LANGUAGE TZ TMPDIR TMP TEMP PWD SHLVL _ __CF_USER_TEXT_ENCODING
+NODE_ENV NODE_VERSION YARN_VERSION NODE_OPTIONS NODE_EXTRA_CA_CERTS JAVA_HOME JAVA_VERSION
+JAVA_TOOL_OPTIONS JDK_JAVA_OPTIONS _JAVA_OPTIONS VIRTUAL_ENV PORT HTTP_PROXY HTTPS_PROXY NO_PROXY
+http_proxy https_proxy no_proxy SSL_CERT_FILE SSL_CERT_DIR REQUESTS_CA_BUNDLE CURL_CA_BUNDLE
+K_SERVICE K_REVISION K_CONFIGURATION AWS_REGION AWS_DEFAULT_REGION AWS_EXECUTION_ENV
+AWS_CONTAINER_CREDENTIALS_RELATIVE_URI AWS_CONTAINER_CREDENTIALS_FULL_URI
+AWS_CONTAINER_AUTHORIZATION_TOKEN AWS_CONTAINER_AUTHORIZATION_TOKEN_FILE
+AWS_WEB_IDENTITY_TOKEN_FILE AWS_ROLE_ARN ECS_CONTAINER_METADATA_URI ECS_CONTAINER_METADATA_URI_V4
+IDENTITY_ENDPOINT IDENTITY_HEADER MSI_ENDPOINT MSI_SECRET AZURE_CLIENT_ID AZURE_TENANT_ID
+AZURE_FEDERATED_TOKEN_FILE AZURE_AUTHORITY_HOST
+""".split()
+KEPT_PREFIXES = ("KINDGI_", "LC_", "PYTHON", "OTEL_", "CLOUD_RUN_", "CONTAINER_APP_")
+
+# Platform names the harness already sets (or must keep as they are).
+HARNESS_NAMES = ("PATH", "HOME", "LANG", "PORT")
+
+# Variables the services below get on top of the harness's: kept ones and dropped ones.
+EXTRA_KEPT = {
+    "DECLARED_REQUIRED": "req-value", "DECLARED_OPTIONAL": "opt-value",
+    "KINDGI_SOMETHING": "k", "LC_PROBE": "lc", "PYTHONPROBE": "py", "OTEL_SERVICE_NAME": "otel",
+    "CLOUD_RUN_JOB": "crj", "CONTAINER_APP_NAME": "can",
+}
+EXTRA_DROPPED = {
+    "UNDECLARED_SECRET": "undeclared-value-7f3a", "DATABASE_URL": "postgres://user:pw-91c2@db/x",
+    "kindgi_lower": "lower-value-55e1", "lc_lower": "lower-value-55e2", "Path": "mixed-case-value-55e3",
+    "XKINDGI_NOT_A_PREFIX": "not-prefix-value-55e4",
+}
+
+PROBE = '''
+import os, select, subprocess
+from kindgi import tool
+
+def read(path):
+    with open(path, "rb") as f:
+        return f.read().decode("utf-8", "replace")
+
+def open_pipes():
+    """What every pipe this process holds yields right now, without blocking."""
+    found = {}
+    for name in os.listdir("/proc/self/fd"):
+        fd = int(name)
+        try:
+            if fd > 2 and os.readlink("/proc/self/fd/%d" % fd).startswith("pipe:") \\
+                    and select.select([fd], [], [], 0)[0]:
+                found[name] = os.read(fd, 65536).decode("utf-8", "replace")
+        except OSError:
+            pass
+    return found
+
+@tool(id="probe", version="1.0.0")
+def probe(input, ctx):
+    child = subprocess.run(["env", "-0"], stdout=subprocess.PIPE, check=True).stdout
+    return {
+        "environ": dict(os.environ),
+        "procEnviron": read("/proc/self/environ"),
+        "cmdline": read("/proc/self/cmdline"),
+        "childEnv": child.decode("utf-8", "replace"),
+        "pipes": open_pipes(),
+    }
+
+@tool(id="leak", version="1.0.0")
+def leak(input, ctx):
+    secret = input["value"]
+    ctx.log.info("pack code logs " + secret, token=secret, plain=secret, nested={"inner": secret})
+    ctx.log.warn(secret, fields={"apiKey": secret, "list": [secret]})
+    print("pack code prints " + secret)
+    return {"ok": True}
+'''
+
+
+def platform_values():
+    """A value for every platform name the harness doesn't set itself."""
+    values = {name: "platform-" + name.lower() for name in PLATFORM_NAMES if name not in HARNESS_NAMES}
+    values.update(TMPDIR="/tmp", TMP="/tmp", TEMP="/tmp", PWD="/")
+    return values
+
+
+def input_environment(filter_value=None):
+    env = platform_values()
+    env.update(EXTRA_KEPT)
+    env.update(EXTRA_DROPPED)
+    if filter_value is not None:
+        env["KINDGI_PACK_ENV_FILTER"] = filter_value
+    return env
+
+
+def names_of(nul_separated):
+    return {entry.split("=", 1)[0] for entry in nul_separated.split("\0") if entry}
+
+
+@pytest.fixture(scope="module")
+def pack_index(tmp_path_factory):
+    pack = PackWriter(tmp_path_factory.mktemp("token"))
+    pack.module("tools/probe.py", PROBE)
+    pack.tool("probe", "tools/probe.py", version="1.0.0")
+    pack.tool("leak", "tools/probe.py", version="1.0.0")
+    pack.env = {"required": ["DECLARED_REQUIRED"], "optional": ["DECLARED_OPTIONAL"]}
+    return pack.write()
+
+
+@pytest.fixture(scope="module")
+def filtered(module_launcher, pack_index):
+    return module_launcher.start(pack_index, env=input_environment())
+
+
+@pytest.fixture(scope="module")
+def unfiltered(module_launcher, pack_index):
+    return module_launcher.start(pack_index, env=input_environment("off"))
+
+
+def probe(service):
+    response = service.call_tool("probe", {})
+    assert response.status == 200, response
+    return response.json["output"]
+
+
+# -- the token ------------------------------------------------------------------
+
+def test_platform_list_has_58_names():
+    assert len(PLATFORM_NAMES) == len(set(PLATFORM_NAMES)) == 58
+
+
+@pytest.mark.parametrize("where", ["environ", "procEnviron", "cmdline", "childEnv", "pipes"])
+@pytest.mark.parametrize("which", ["filtered", "unfiltered"])
+def test_pack_code_finds_no_token(request, which, where):
+    seen = json.dumps(probe(request.getfixturevalue(which))[where])
+    assert TOKEN not in seen
+    assert "KINDGI_PACK_SERVICE_TOKEN" not in seen
+
+
+def test_token_still_works_on_the_wire(filtered):
+    assert filtered.request("GET", "/v1/info").status == 200
+    assert filtered.request("GET", "/v1/info", token=TOKEN + "x").status == 401
+    assert filtered.call_tool("probe", {}, token="wrong").status == 401
+
+
+def test_no_record_carries_the_token_even_when_pack_code_logs_it(filtered):
+    response = filtered.call_tool("leak", {"value": TOKEN})
+    assert response.status == 200, response
+    assert TOKEN not in response.body.decode()
+    logged = filtered.wait_record("call", where=lambda r: r.get("toolId") == "leak")
+    assert logged["outcome"] == "ok"
+    logged_by_pack = [r for r in filtered.records if "token" in r or "apiKey" in r]
+    assert [r.get("token") for r in logged_by_pack if "token" in r] == ["[redacted]"]
+    assert [r.get("apiKey") for r in logged_by_pack if "apiKey" in r] == ["[redacted]"]
+    assert all(TOKEN not in json.dumps(r) for r in filtered.records)
+    assert all(TOKEN not in line for line in filtered.raw_stderr)
+
+
+# -- the env filter -------------------------------------------------------------
+
+def expected_kept(extra):
+    env = service_env(extra)
+    env.pop("KINDGI_PACK_SERVICE_TOKEN")
+    return env
+
+
+def test_filter_keeps_exactly_the_declared_prefixed_and_platform_names(filtered):
+    output = probe(filtered)
+    kept = expected_kept(input_environment())
+    for name in EXTRA_DROPPED:
+        kept.pop(name)
+    assert output["environ"] == kept
+    assert names_of(output["childEnv"]) == set(kept)
+
+
+def test_filter_also_clears_proc_self_environ(filtered):
+    output = probe(filtered)
+    names = names_of(output["procEnviron"])
+    assert set(expected_kept(input_environment())) - set(EXTRA_DROPPED) <= names
+    assert not names & set(EXTRA_DROPPED)
+    for value in EXTRA_DROPPED.values():
+        assert value not in output["procEnviron"]
+        assert value not in output["childEnv"]
+
+
+def test_every_platform_name_and_prefix_survives(filtered):
+    environ = probe(filtered)["environ"]
+    assert set(PLATFORM_NAMES) <= set(environ)
+    for name in EXTRA_KEPT:
+        assert environ[name] == EXTRA_KEPT[name]
+        assert name.startswith(KEPT_PREFIXES) or name.startswith("DECLARED_")
+
+
+def test_env_dropped_names_what_was_dropped_sorted_without_values(filtered):
+    record = filtered.wait_record("env-dropped")
+    dropped = sorted(EXTRA_DROPPED)
+    assert record["names"] == dropped
+    assert record["level"] == "warn"
+    assert record["message"] == (
+        "Dropped %d variables the pack doesn't declare: %s (declare them in the pack's env, "
+        "or set KINDGI_PACK_ENV_FILTER=off)" % (len(dropped), ", ".join(dropped)))
+    assert len(filtered.records_of("env-dropped")) == 1
+    for value in EXTRA_DROPPED.values():
+        assert all(value not in line for line in filtered.raw_stderr)
+
+
+def test_filter_off_keeps_everything_but_the_token(unfiltered):
+    output = probe(unfiltered)
+    kept = expected_kept(input_environment("off"))
+    assert output["environ"] == kept
+    assert names_of(output["childEnv"]) == set(kept)
+    assert set(EXTRA_DROPPED) <= names_of(output["procEnviron"])
+    assert unfiltered.records_of("env-dropped") == []
+
+
+def test_index_without_env_keeps_only_prefixed_and_platform_names(launcher, tmp_path):
+    pack = PackWriter(tmp_path)
+    pack.module("tools/probe.py", PROBE)
+    pack.tool("probe", "tools/probe.py", version="1.0.0")
+    index = pack.write()
+    data = json.loads(index.read_text())
+    del data["env"]
+    index.write_text(json.dumps(data))
+    service = launcher.start(index, env=input_environment())
+    environ = probe(service)["environ"]
+    assert "DECLARED_REQUIRED" not in environ and "DECLARED_OPTIONAL" not in environ
+    assert set(environ) == set(expected_kept(input_environment())) - set(EXTRA_DROPPED) - {
+        "DECLARED_REQUIRED", "DECLARED_OPTIONAL"}
+    assert service.wait_record("env-dropped")["names"] == sorted(
+        set(EXTRA_DROPPED) | {"DECLARED_REQUIRED", "DECLARED_OPTIONAL"})

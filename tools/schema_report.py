@@ -1,0 +1,185 @@
+"""Print how schema_lite fares on the JSON Schema test suite and on the Ajv oracle.
+
+    python3 tools/schema_report.py [--shared DIR]
+
+Reads ../shared/jsonschema-suite (draft 2020-12) and ../shared/ajv-oracle/cases.json
+(relative to the repository) and prints pass counts and percentages for the suite's
+required, optional and format groups, every failing suite case with its reason, and
+the oracle figures: exact issue lists (output side), defaults-filled values and
+input-side issue lists, plus strict-mode refusals of the schemas Ajv refuses.
+tests/test_schema_suite.py uses the same functions and asserts the thresholds.
+"""
+
+import json
+import os
+import sys
+
+REPO = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+sys.path.insert(0, REPO)
+
+import schema_lite  # noqa: E402
+
+DEFAULT_SHARED = os.path.join(os.path.dirname(REPO), "shared")
+REMOTE_BASE = "http://localhost:1234/"
+
+# Suite cases that fail on purpose, by (file, group description) -> reason.
+FORMAT_ASSERTED = ("Ajv (with ajv-formats) asserts this format; the suite treats format as an "
+                   "annotation here. Ajv's answer wins.")
+KNOWN_REASONS = {
+    "vocabulary.json": ("custom meta-schemas with $vocabulary are not honoured: validation keywords "
+                        "always apply (as in Ajv)"),
+    "format.json": FORMAT_ASSERTED,
+    "optional/format-assertion.json": ("format-assertion vocabulary via a custom meta-schema is not "
+                                       "read; ajv-formats formats always assert, unknown ones never"),
+}
+
+
+def load_remotes(shared):
+    """The suite's remote documents, keyed by the URIs the tests use."""
+    root = os.path.join(shared, "jsonschema-suite", "remotes")
+    remotes = {}
+    for dirpath, _, files in os.walk(root):
+        for name in files:
+            if name.endswith(".json"):
+                full = os.path.join(dirpath, name)
+                rel = os.path.relpath(full, root).replace(os.sep, "/")
+                with open(full, encoding="utf-8") as f:
+                    remotes[REMOTE_BASE + rel] = json.load(f)
+    return remotes
+
+
+def suite_files(shared):
+    root = os.path.join(shared, "jsonschema-suite", "tests", "draft2020-12")
+    out = []
+    for dirpath, _, files in os.walk(root):
+        for name in files:
+            if name.endswith(".json"):
+                full = os.path.join(dirpath, name)
+                out.append((os.path.relpath(full, root).replace(os.sep, "/"), full))
+    return sorted(out)
+
+
+def group_of(rel):
+    if rel.startswith("optional/format/"):
+        return "format"
+    if rel.startswith("optional/"):
+        return "optional"
+    return "required"
+
+
+def run_suite(shared):
+    """Run every suite test; return a list of result dicts (one per test)."""
+    remotes = load_remotes(shared)
+    results = []
+    for rel, full in suite_files(shared):
+        with open(full, encoding="utf-8") as f:
+            groups = json.load(f)
+        for g in groups:
+            try:
+                validator = schema_lite.SchemaValidator(g["schema"], remotes=remotes)
+                error = None
+            except schema_lite.SchemaError as exc:
+                validator, error = None, "schema refused: %s" % exc
+            for t in g["tests"]:
+                if validator is None:
+                    ok, why = False, error
+                else:
+                    valid = validator.is_valid(t["data"])
+                    issues = validator.issues(t["data"])
+                    ok = valid == t["valid"] and (not issues) == valid
+                    why = "expected %s, got %s" % ("valid" if t["valid"] else "invalid",
+                                                   "valid" if valid else "invalid")
+                    if (not issues) != valid:
+                        why = "is_valid and issues() disagree"
+                results.append({"file": rel, "group": group_of(rel), "schema": g["description"],
+                                "test": t["description"], "ok": ok, "why": None if ok else why})
+    return results
+
+
+def reason(result):
+    return KNOWN_REASONS.get(result["file"]) or result["why"]
+
+
+def suite_figures(results):
+    """{group: (passed, total)}."""
+    figures = {}
+    for r in results:
+        passed, total = figures.get(r["group"], (0, 0))
+        figures[r["group"]] = (passed + r["ok"], total + 1)
+    return figures
+
+
+def run_oracle(shared):
+    """Compare with Ajv's recorded answers; return counts and the failures."""
+    with open(os.path.join(shared, "ajv-oracle", "cases.json"), encoding="utf-8") as f:
+        cases = json.load(f)["cases"]
+    out = {"compiled": 0, "issues": 0, "defaults": 0, "input": 0, "refused": 0, "refusable": 0,
+           "defaulted": 0, "failures": []}
+    for case in cases:
+        if case["ajvCompileError"]:
+            out["refusable"] += 1
+            try:
+                schema_lite.SchemaValidator(case["schema"], strict=True)
+                out["failures"].append((case["id"], case["name"], "strict mode accepts a schema Ajv refuses"))
+            except schema_lite.SchemaError:
+                out["refused"] += 1
+            continue
+        out["compiled"] += 1
+        validator = schema_lite.SchemaValidator(case["schema"], strict=True)
+        if validator.issues(case["instance"]) == case["ajvErrors"]:
+            out["issues"] += 1
+        else:
+            out["failures"].append((case["id"], case["name"], "issue list differs from Ajv's"))
+        if case["defaultsCompileError"]:
+            out["refusable"] += 1
+            try:
+                validator.apply_defaults(case["instance"])
+                out["failures"].append((case["id"], case["name"], "strict defaults accept what Ajv refuses"))
+            except schema_lite.SchemaError:
+                out["refused"] += 1
+            continue
+        out["defaulted"] += 1
+        filled = validator.apply_defaults(case["instance"])
+        if filled == case["defaultsApplied"]:
+            out["defaults"] += 1
+        else:
+            out["failures"].append((case["id"], case["name"], "defaults differ from Ajv's"))
+        if validator.issues(filled) == case["inputErrors"]:
+            out["input"] += 1
+        else:
+            out["failures"].append((case["id"], case["name"], "input-side issues differ from Ajv's"))
+    return out
+
+
+def percent(part, whole):
+    return 100.0 * part / whole if whole else 100.0
+
+
+def main(argv):
+    shared = argv[argv.index("--shared") + 1] if "--shared" in argv else DEFAULT_SHARED
+    if not os.path.isdir(shared):
+        print("no shared directory at %s: nothing to report" % shared)
+        return 2
+    results = run_suite(shared)
+    print("JSON Schema test suite, draft 2020-12")
+    for group, (passed, total) in sorted(suite_figures(results).items()):
+        print("  %-9s %4d / %4d passed  (%.1f%%)" % (group, passed, total, percent(passed, total)))
+    print("\nFailing suite cases:")
+    for r in results:
+        if not r["ok"]:
+            print("  [%s] %s | %s | %s\n      reason: %s" % (r["group"], r["file"], r["schema"], r["test"], reason(r)))
+    oracle = run_oracle(shared)
+    n = oracle["compiled"]
+    print("\nAjv oracle (%d cases Ajv compiles, %d it refuses)" % (n, oracle["refusable"]))
+    print("  exact issue lists     %3d / %d  (%.1f%%)" % (oracle["issues"], n, percent(oracle["issues"], n)))
+    d = oracle["defaulted"]
+    print("  defaults-filled value %3d / %d  (%.1f%%)" % (oracle["defaults"], d, percent(oracle["defaults"], d)))
+    print("  input-side issues     %3d / %d  (%.1f%%)" % (oracle["input"], d, percent(oracle["input"], d)))
+    print("  strict refusals       %3d / %d" % (oracle["refused"], oracle["refusable"]))
+    for case_id, name, why in oracle["failures"]:
+        print("  case %s %s: %s" % (case_id, name, why))
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main(sys.argv[1:]))
