@@ -152,8 +152,14 @@ class Records:
             rank = self.ranks.get(subsystem.split(".", 1)[0], self.rank)
         return LEVELS.index(level) <= rank
 
-    def write(self, level, message, event=None, subsystem="pack", always=False, fields=None):
-        """Write one record; ``always`` is for lifecycle records."""
+    def write(self, level, message, event=None, subsystem="pack", always=False, fields=None,
+              lock_timeout=-1):
+        """Write one record; ``always`` is for lifecycle records.
+
+        With ``lock_timeout``, a record that can't have the lock in time is
+        written anyway, on a line of its own: the last words of a process
+        whose stderr is stuck mid-record.
+        """
         if not always and not self.enabled(level, subsystem):
             return
         record = {"time": _utc_now(), "level": level, "severity": SEVERITY[level],
@@ -172,13 +178,21 @@ class Records:
             record, ensure_ascii=False, separators=(",", ":"), default=repr)
         for secret in self.scrub:
             line = line.replace(secret, "[redacted]")
-        data = memoryview((line + "\n").encode("utf-8", "backslashreplace"))
-        with self.lock:
-            try:
-                while data:
-                    data = data[os.write(self.fd, data):]
-            except OSError:
-                pass  # stderr gone: nothing better to do than keep serving
+        data = (line + "\n").encode("utf-8", "backslashreplace")
+        locked = self.lock.acquire(timeout=lock_timeout)
+        try:
+            self._write_all(data if locked else b"\n" + data)
+        finally:
+            if locked:
+                self.lock.release()
+
+    def _write_all(self, data):
+        view = memoryview(data)
+        try:
+            while view:
+                view = view[os.write(self.fd, view):]
+        except OSError:
+            pass  # stderr gone: nothing better to do than keep serving
 
     @staticmethod
     def _pretty(record):
@@ -393,10 +407,14 @@ def read_config(argv, environ):
 # The token hand-over and the environment filter
 #
 # Deleting a variable from os.environ leaves it in /proc/self/environ, which
-# pack code can read.  So the first process checks the configuration, works
-# out the environment pack code may see, and re-executes the interpreter with
-# exactly that environment; the token travels over an inherited pipe that the
-# new image reads and closes before any pack module loads.
+# pack code can read: that file shows the environment block the process was
+# started with, in the process's own memory.  So once the token and the
+# undeclared variables are unset, their bytes in that block are overwritten
+# (its bounds are in /proc/self/stat; nothing points at them any more), and
+# the file is read back to prove it.  Where that can't be done (no ctypes, no
+# such /proc fields), the interpreter re-executes itself with the clean
+# environment and the token travels over an inherited pipe, read and closed
+# before any pack module loads.
 # ---------------------------------------------------------------------------
 
 HANDOFF_VAR = "KINDGI_PACK_HANDOFF_FD"
@@ -426,62 +444,94 @@ def filtered_environment(environ, declared):
     return kept, sorted(dropped)
 
 
-def declared_env_names(index_bytes):
-    """The env names an index declares, or None when the index can't be read for them."""
+def declared_env_names(index_path):
+    """The env names the index declares, or None when the index can't be read for them.
+
+    A broken index fails the boot later, with a problem that names it.
+    """
     try:
-        env = json.loads(index_bytes).get("env") or {}
+        with open(index_path, "rb") as f:
+            env = json.loads(f.read()).get("env") or {}
         return set(env.get("required") or ()) | set(env.get("optional") or ())
-    except (ValueError, AttributeError, TypeError):
+    except (OSError, ValueError, RecursionError, AttributeError, TypeError):
         return None
+
+
+def pack_environment(config, environ):
+    """Return ``(env, dropped)``: the environment pack code gets, and the names filtered out."""
+    env = dict(environ)
+    env.pop("KINDGI_PACK_SERVICE_TOKEN", None)
+    declared = declared_env_names(config.index_path) if config.env_filter else None
+    if declared is None:
+        return env, []
+    return filtered_environment(env, declared)
+
+
+def scrub_environ_block(names):
+    """Overwrite the named variables in the process's initial environment block.
+
+    True when /proc/self/environ, read back, no longer holds any of them.
+    """
+    try:
+        import ctypes
+        with open("/proc/self/stat", "rb") as f:
+            fields = f.read().rsplit(b")", 1)[1].split()
+        start, end = int(fields[47]), int(fields[48])   # env_start, env_end (fields 50, 51)
+        wanted = {name.encode("utf-8", "surrogateescape") for name in names}
+        with open("/proc/self/environ", "rb") as f:
+            block = f.read()
+        offset = 0
+        for entry in block.split(b"\0"):
+            if entry.split(b"=", 1)[0] in wanted and start + offset + len(entry) <= end:
+                ctypes.memset(start + offset, 0, len(entry))
+            offset += len(entry) + 1
+        with open("/proc/self/environ", "rb") as f:
+            left = {entry.split(b"=", 1)[0] for entry in f.read().split(b"\0")}
+        return not (left & wanted)
+    except (ImportError, OSError, ValueError, IndexError):
+        return False
 
 
 def interpreter_flags():
     """The command-line flags that made this interpreter, to start it again the same way."""
     flags = sys.flags
-    args = []
-    if flags.isolated:
-        args.append("-I")
-    else:
-        args += ["-E"] * bool(flags.ignore_environment) + ["-s"] * bool(flags.no_user_site)
+    args = ["-I"] if flags.isolated else (["-E"] * bool(flags.ignore_environment)
+                                          + ["-s"] * bool(flags.no_user_site))
     args += ["-S"] * bool(flags.no_site) + ["-B"] * bool(flags.dont_write_bytecode)
-    args += ["-O"] * flags.optimize + ["-u"] * (not sys.stdout.line_buffering and False)
-    args += ["-W" + w for w in sys.warnoptions]
+    args += ["-O"] * flags.optimize + ["-W" + w for w in sys.warnoptions]
     for key, value in getattr(sys, "_xoptions", {}).items():
         args += ["-X", key if value is True else "%s=%s" % (key, value)]
     return args
 
 
-def reexec_without_token(config, environ, argv):
-    """Start this program again with the environment pack code may see.
-
-    Returns only when re-executing is impossible; the caller then carries on
-    in this process (the token is still removed from ``os.environ``).
-    """
-    env = dict(environ)
-    env.pop("KINDGI_PACK_SERVICE_TOKEN", None)
-    dropped = []
-    if config.env_filter:
-        try:
-            with open(config.index_path, "rb") as f:
-                declared = declared_env_names(f.read())
-        except OSError:
-            declared = None
-        if declared is not None:
-            env, dropped = filtered_environment(env, declared)
+def reexec_with(env, token, dropped, argv):
+    """Start this program again in ``env``, the token on a pipe; returns only if exec fails."""
     read_end, write_end = os.pipe()
-    payload = json.dumps({"token": config.token, "dropped": dropped}).encode()
-    os.write(write_end, payload)   # far below a pipe's buffer: never blocks
+    os.write(write_end, json.dumps({"token": token, "dropped": dropped}).encode())  # < a pipe's buffer
     os.close(write_end)
     os.set_inheritable(read_end, True)
-    env[HANDOFF_VAR] = str(read_end)
-    program = os.path.abspath(argv[0]) if argv and argv[0] and argv[0] != "-c" else __file__
+    env = dict(env, **{HANDOFF_VAR: str(read_end)})
+    program = os.path.abspath(argv[0]) if argv and argv[0] not in ("", "-c") else __file__
     try:
         sys.stdout.flush()
         sys.stderr.flush()
         os.execve(sys.executable, [sys.executable] + interpreter_flags() + [program] + list(argv[1:]), env)
     except OSError:
         os.close(read_end)
-    return None
+
+
+def hide_token(config, environ, argv, records):
+    """Put the token and undeclared variables out of pack code's reach; return the dropped names."""
+    env, dropped = pack_environment(config, environ)
+    removed = [name for name in environ if name not in env]
+    for name in removed:
+        del environ[name]          # unsetenv: child processes won't inherit them
+    if scrub_environ_block(removed):
+        return dropped
+    reexec_with(env, config.token, dropped, argv)
+    records.write("warn", "Could not hide the token: /proc/self/environ can't be cleaned here and "
+                  "re-executing the interpreter failed", event="token-exposed", always=True)
+    return dropped
 
 
 def receive_handoff(environ):
@@ -1934,7 +1984,7 @@ def call_tool(service, call, message):
     if entry.input_validator is None:
         return error_message("input-validation-failed", 'Tool "%s" input schema failed to compile: %s'
                              % (tool_id, entry.input_schema_error), "toolId", tool_id)
-    value = schema_lite.apply_defaults(entry.input, message.get("input"))
+    value = entry.input_validator.apply_defaults(message.get("input"))
     if not entry.input_validator.is_valid(value):
         return error_message("input-validation-failed", 'Tool "%s" input failed validation' % tool_id,
                              "toolId", tool_id, issues=entry.input_validator.issues(value))
@@ -2190,6 +2240,7 @@ class HttpError(Exception):
 
 
 TOKEN_CHARS = re.compile(r"^[!#$%&'*+\-.^_`|~0-9A-Za-z]+$")
+METHOD_START = re.compile(rb"^[!#$%&'*+\-.^_`|~0-9A-Za-z]+( |$)")
 ROUTES = {"/v1/invoke": ("POST", True), "/v1/info": ("GET", True),
           "/healthz": ("GET", False), "/readyz": ("GET", False)}
 
@@ -2222,18 +2273,24 @@ class Request:
         return self.headers.get(name, default)
 
 
-def read_request_head(rfile, on_first_line):
+def read_request_head(rfile, on_first_byte):
     """Read a request line and headers; None at a clean end of the connection.
 
     Limits sizes, refuses ambiguous framing (Content-Length with
     Transfer-Encoding, differing Content-Lengths) and anything malformed.
     """
+    arrived = rfile.peek(MAX_HEAD_LINE)
+    if not arrived:
+        return None
+    on_first_byte()
+    arrived = arrived.lstrip(b"\r\n")
+    if arrived and not METHOD_START.match(arrived):
+        raise HttpError(400, "Malformed request line")  # now: a line that never ends must not wait
     line = rfile.readline(MAX_HEAD_LINE + 1)
     while line in (b"\r\n", b"\n"):  # tolerated before a request line (RFC 9112 §2.2)
         line = rfile.readline(MAX_HEAD_LINE + 1)
     if not line:
         return None
-    on_first_line()
     if len(line) > MAX_HEAD_LINE:
         raise HttpError(414, "Request line too long")
     parts = line.rstrip(b"\r\n").split(b" ")
@@ -2770,38 +2827,59 @@ class Lifecycle:
     """SIGTERM and SIGINT: the first drains, the second ends the drain at once.
 
     Installed before anything slow, because as PID 1 a signal without a
-    handler is ignored.
+    handler is ignored.  The handler runs on the main thread, which may hold
+    any lock when the signal comes (a record half written, a thread half
+    started), so it only writes a byte to a pipe; a thread of its own reads
+    the pipe and does the work.
     """
 
     def __init__(self):
         self.records = None
         self.service = None
-        self.server = None
-        self.signals = 0
+        self.wake_r, self.wake_w = os.pipe()
+        os.set_blocking(self.wake_w, False)
+        threading.Thread(target=self._run, name="lifecycle", daemon=True).start()
         for signum in (signal.SIGTERM, signal.SIGINT):
             signal.signal(signum, self._on_signal)
 
     def _on_signal(self, signum, frame):
-        self.signals += 1
-        if self.service is None or self.signals > 1:
+        try:
+            os.write(self.wake_w, b"!")
+        except OSError:
+            pass  # the pipe is full of signals already
+
+    def _run(self):
+        os.read(self.wake_r, 1)
+        if self.service is None:
             self.stop(0)
-        self.service.begin_drain()
         threading.Thread(target=self._drain, name="drain", daemon=True).start()
+        os.read(self.wake_r, 1)
+        self.stop(0)
 
     def _drain(self):
+        self.service.begin_drain()
         self.service.wait_drained(DRAIN_SECONDS)
         self.stop(0)
 
     def stop(self, code):
-        """Write ``stopped`` and leave now: threads stuck in pack code can't hold the exit."""
+        """Write ``stopped`` and leave now: threads stuck in pack code can't hold the exit.
+
+        The last words go from a thread of their own, given two seconds: a
+        stderr nobody reads must not keep the process alive.
+        """
+        last_words = threading.Thread(target=self._last_words, daemon=True)
+        last_words.start()
+        last_words.join(2.0)
+        os._exit(code)
+
+    def _last_words(self):
         if self.records is not None:
-            self.records.write("info", "Stopped", event="stopped", always=True)
+            self.records.write("info", "Stopped", event="stopped", always=True, lock_timeout=0.5)
         for stream in (sys.stdout, sys.stderr):
             try:
                 stream.flush()
             except Exception:
-                pass
-        os._exit(code)
+                pass  # a closed or broken stream: nothing left to say
 
 
 def make_records(config):
@@ -2855,29 +2933,6 @@ class BootFailed(Exception):
         self.problems = problems
 
 
-def hide_token(config, environ, argv, records):
-    """Make the token and undeclared variables unreachable for pack code.
-
-    Returns only when re-executing failed, with what could be done in place.
-    """
-    reexec_without_token(config, environ, argv)
-    # Still here: re-executing failed.  Do what can be done in this process.
-    records.write("warn", "Could not re-execute the interpreter; the token is removed from os.environ "
-                  "but stays readable in /proc/self/environ", event="token-exposed")
-    dropped = []
-    if config.env_filter:
-        try:
-            with open(config.index_path, "rb") as f:
-                declared = declared_env_names(f.read())
-        except OSError:
-            declared = None
-        if declared is not None:
-            dropped = filtered_environment(environ, declared)[1]
-            for name in dropped:
-                environ.pop(name, None)
-    return {"token": config.token, "dropped": dropped}
-
-
 def serve(config, records, service, lifecycle):
     host = config.host or "0.0.0.0"
     try:
@@ -2889,7 +2944,6 @@ def serve(config, records, service, lifecycle):
     service.watchman = Watchman(server)
     service.watchman.start()
     lifecycle.service = service
-    lifecycle.server = server
     index = service.pack.index
     port = server.server_address[1]
     records.write("info", "Listening on port %d" % port, event="listening", always=True,
@@ -2923,9 +2977,7 @@ def main(argv=None):
             else "The pack service configuration is invalid"
         records.write("error", message, event="config-invalid", always=True, fields={"problems": problems})
         return 1
-    if handoff is None:
-        handoff = hide_token(config, environ, argv, records)
-    environ.pop("KINDGI_PACK_SERVICE_TOKEN", None)
+    dropped = handoff["dropped"] if handoff is not None else hide_token(config, environ, argv, records)
     records.scrub = (config.token,)
     for stream in (sys.stdout, sys.stderr):
         try:
@@ -2933,7 +2985,7 @@ def main(argv=None):
         except (AttributeError, ValueError):
             pass
     try:
-        pack, kindgi, missing = boot(config, records, environ, handoff.get("dropped") or [])
+        pack, kindgi, missing = boot(config, records, environ, dropped)
     except BootFailed as exc:
         records.write("error", "The pack service failed to boot", event="boot-failed", always=True,
                       fields={"problems": exc.problems})

@@ -276,10 +276,15 @@ def _render_path(path):
     )
 
 
+_PLAIN_SEGMENT = re.compile(r"[A-Za-z0-9\-_.!*'()]*\Z")
+
+
 def _fragment(key):
     """A schema-path segment: JSON-pointer escaped, then encodeURIComponent'ed."""
     if type(key) is int:
         return str(key)
+    if _PLAIN_SEGMENT.match(key):
+        return key
     return quote(key.replace("~", "~0").replace("/", "~1"), safe="-_.!~*'()")
 
 
@@ -876,6 +881,12 @@ _GROUP_ORDER = {
                "unevaluatedProperties"),
 }
 _GROUPS = ("number", "string", "array", "object")
+_RULE_SLOTS = {}
+for _group, _keys in _GROUP_ORDER.items():
+    for _rank, _key in enumerate(_keys):
+        _RULE_SLOTS.setdefault(_key, []).append((_group, _rank))
+_GROUP_KIND = {"number": _is_number, "string": lambda x: type(x) is str,
+               "array": lambda x: type(x) is list, "object": lambda x: type(x) is dict}
 _RULES = frozenset(k for ks in _GROUP_ORDER.values() for k in ks) | {"id"}
 # Keywords Ajv 2020 accepts in strict mode ("$anchor" is not one of them in Ajv 8.20).
 _KNOWN = _RULES | {"$schema", "$id", "$defs", "$vocabulary", "definitions", "title", "description",
@@ -1255,36 +1266,39 @@ class _Compiler(object):
         if self.strict:
             self.strict_checks(schema, spath, cx, types)
         cx_same = cx.but(types=tuple(types) or cx.types)
-        groups = []
+        by_group = {}
+        for key in schema:
+            for group, rank in _RULE_SLOTS.get(key, ()):
+                by_group.setdefault(group, []).append((rank, key))
+        for group in by_group:
+            by_group[group].sort()
+        untyped = self.checks(schema, spath, cx_same, None, by_group.pop(None, ()))
+        typed = []
         for group in _GROUPS:
-            present = [k for k in _GROUP_ORDER[group] if k in schema]
-            if present:
-                checks = []
-                for k in present:
-                    if k == "format" and _FORMATS.get(schema[k], (group,))[0] != group:
-                        continue
-                    fn = _KEYWORDS[k](self, schema, schema[k], spath + "/" + k, spath, cx_same) if k in _KEYWORDS else None
-                    if fn is not None:
-                        checks.append(fn)
-                groups.append((group, checks))
-        check_first = bool(types) and not (len(types) == 1 and any(g == types[0] for g, _ in groups))
+            if group in by_group:
+                typed.append((group, self.checks(schema, spath, cx_same, group, by_group[group])))
+        check_first = bool(types) and not (len(types) == 1 and types[0] in by_group)
         deferred = types[0] if types and not check_first else None
-        untyped = []
-        for k in _GROUP_ORDER[None]:
-            if k in schema and k in _KEYWORDS:
-                fn = _KEYWORDS[k](self, schema, schema[k], spath + "/" + k, spath, cx_same)
-                if fn is not None:
-                    untyped.append(fn)
-        type_fn = _type_check(types) if types else None
         type_value = _js_value(schema.get("type"))
         type_message = "must be " + (type_value if type(type_value) is str else ",".join(type_value or ()))
-        type_path = spath + "/type"
+        typed = [(_GROUP_KIND[g], checks, g == deferred) for g, checks in typed]
+        pre = _type_check(types) if check_first else None
         own_ann = "unevaluatedProperties" in schema or "unevaluatedItems" in schema
-        kinds = {"number": _is_number, "string": lambda x: type(x) is str,
-                 "array": lambda x: type(x) is list, "object": lambda x: type(x) is dict}
-        typed = [(kinds[g], checks, g == deferred) for g, checks in groups]
-        pre = type_fn if check_first else None
-        return _node(pre, untyped, typed, type_path, type_value, type_message, own_ann)
+        return _node(pre, untyped, typed, spath + "/type", type_value, type_message, own_ann)
+
+    def checks(self, schema, spath, cx, group, ranked):
+        """Compile the keywords of one group, in Ajv's order, dropping those that never fail."""
+        out = []
+        for _, key in ranked:
+            compile_keyword = _KEYWORDS.get(key)
+            if compile_keyword is None:
+                continue
+            if key == "format" and _FORMATS.get(schema[key], (group,))[0] != group:
+                continue
+            fn = compile_keyword(self, schema, schema[key], spath + "/" + key, spath, cx)
+            if fn is not None:
+                out.append(fn)
+        return out
 
     # -- strict mode (what Ajv's strict: true refuses) -------------------------
 

@@ -123,24 +123,24 @@ def in_thread(fn, *args, **kw):
 
 # -- kindgi-timeout-ms ---------------------------------------------------------------
 
-@pytest.mark.parametrize("header", ["700", " 700 ", "\t700"])
-def test_timeout_header_sets_the_deadline(service, tmp_path, header):
+@pytest.mark.parametrize("header,ms", [(" 700 ", 700), ("400", 400), ("\t400", 400)])
+def test_timeout_header_sets_the_deadline(service, tmp_path, header, ms):
     resp, elapsed = timed_call(service, "wait-cancel", marker(tmp_path, "m"), timeout_ms=header)
     assert resp.status == 200
     assert resp.json == deadline_answer("wait-cancel")
-    assert 0.6 <= elapsed < 5
-    assert int(resp.header("kindgi-duration-ms")) >= 690
+    assert ms / 1000.0 - 0.05 <= elapsed < 5
+    assert int(resp.header("kindgi-duration-ms")) >= ms - 10
 
 
 @pytest.mark.parametrize("header", ["abc", "0", "-5", "1.5", "", "1e2", "0x10", "+50", "7 0"])
 def test_bad_timeout_header_means_the_default(service, header):
-    """Misread as a small number, each of these would expire before the 0.3 s nap ends."""
-    resp, _ = timed_call(service, "nap", {"seconds": 0.3}, timeout_ms=header)
-    assert resp.json == {"v": 2, "kind": "result", "output": {"slept": 0.3}}
+    """Misread as a small number, each of these would expire before the 0.15 s nap ends."""
+    resp, _ = timed_call(service, "nap", {"seconds": 0.15}, timeout_ms=header)
+    assert resp.json == {"v": 2, "kind": "result", "output": {"slept": 0.15}}
 
 
 def test_no_timeout_header_means_the_default(service):
-    resp, _ = timed_call(service, "nap", {"seconds": 0.3})
+    resp, _ = timed_call(service, "nap", {"seconds": 0.15})
     assert resp.json["kind"] == "result"
 
 
@@ -209,7 +209,7 @@ def test_late_handlers_do_not_count_toward_the_cap(service):
 
 def test_async_handler_that_blocks_stalls_nothing_else(service, tmp_path):
     thread, holder = in_thread(timed_call, service, "async-block",
-                               dict(marker(tmp_path, "m"), seconds=2.5), timeout_ms="500")
+                               dict(marker(tmp_path, "m"), seconds=2), timeout_ms="500")
     assert wait_for_lines(tmp_path / "m", 1) == ["started"]
     try:
         start = time.monotonic()
@@ -222,19 +222,18 @@ def test_async_handler_that_blocks_stalls_nothing_else(service, tmp_path):
         thread.join(10)
     resp, elapsed = holder["value"]
     assert resp.json == deadline_answer("async-block")
-    assert elapsed < 2.0
-    assert wait_for_lines(tmp_path / "m", 2, seconds=5)[-1] == "ended"
+    assert elapsed < 1.6
 
 
 def test_two_blocking_async_handlers_keep_their_own_deadlines(service, tmp_path):
-    calls = [in_thread(timed_call, service, "async-block", dict(marker(tmp_path, "m%d" % i), seconds=2),
-                       timeout_ms="400") for i in range(2)]
+    calls = [in_thread(timed_call, service, "async-block", dict(marker(tmp_path, "m%d" % i), seconds=1.5),
+                       timeout_ms="300") for i in range(2)]
     for thread, _ in calls:
         thread.join(10)
     for _, holder in calls:
         resp, elapsed = holder["value"]
         assert resp.json == deadline_answer("async-block")
-        assert elapsed < 1.8
+        assert elapsed < 1.3
 
 
 # -- a caller that leaves ---------------------------------------------------------------------

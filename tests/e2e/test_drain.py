@@ -21,7 +21,7 @@ import time
 
 import pytest
 
-from conftest import PackWriter
+from conftest import PYTHON, SERVICE, PackWriter, service_env
 
 DRAIN_LIMIT = 9.0      # the contract: exit 0 within 9 s of the signal
 DRAIN_SECONDS = 8.0    # how long the service waits for calls in flight
@@ -60,21 +60,22 @@ def pack_index(tmp_path_factory):
 class HeldCall:
     """A tool call running in a thread of its own; ``answer`` is its response or its exception."""
 
-    def __init__(self, service, tool_id, folder):
+    def __init__(self, service, tool_id, folder, headers=None):
         self.started = folder / ("%s-started" % tool_id)
         self.release = folder / ("%s-release" % tool_id)
         self.answer = None
         payload = {"started": str(self.started), "release": str(self.release)}
-        self.thread = threading.Thread(target=self._call, args=(service, tool_id, payload), daemon=True)
+        self.thread = threading.Thread(target=self._call, args=(service, tool_id, payload, headers),
+                                       daemon=True)
         self.thread.start()
         deadline = time.monotonic() + 10
         while not self.started.exists() and time.monotonic() < deadline:
             time.sleep(0.01)
         assert self.started.exists(), "the handler of %s never started" % tool_id
 
-    def _call(self, service, tool_id, payload):
+    def _call(self, service, tool_id, payload, headers):
         try:
-            self.answer = service.call_tool(tool_id, payload, timeout=30)
+            self.answer = service.call_tool(tool_id, payload, headers=headers, timeout=30)
         except Exception as exc:  # the connection dropped: that is an outcome too
             self.answer = exc
 
@@ -109,15 +110,19 @@ def assert_draining_503(response):
 @pytest.mark.parametrize("signum", [signal.SIGTERM, signal.SIGINT], ids=["SIGTERM", "SIGINT"])
 def test_signal_drains_and_answers_the_call_in_flight(launcher, pack_index, tmp_path, signum):
     service = launcher.start(pack_index)
+    kept_alive = service.connection()
+    assert service.request("GET", "/healthz", conn=kept_alive).status == 200
     held = HeldCall(service, "hold", tmp_path)
     service.signal(signum)
     signalled_at = time.monotonic()
     draining = service.wait_record("draining", timeout=5)
     assert_draining_503(service.request("GET", "/readyz", token=False))
 
-    refused = service.call_tool("hold", {"started": "/nonexistent", "release": "/nonexistent"})
-    assert_draining_503(refused)
-    assert refused.header("connection") == "close"
+    for conn in (None, kept_alive):
+        refused = service.call_tool("hold", {"started": "/nonexistent", "release": "/nonexistent"}, conn=conn)
+        assert_draining_503(refused)
+        assert refused.header("connection") == "close"
+    kept_alive.close()
     assert service.request("GET", "/healthz", token=False).body == b'{"status":"ok"}'
     info = service.request("GET", "/v1/info")
     assert (info.status, info.json["packId"]) == (200, "test-pack")
@@ -136,14 +141,79 @@ def test_signal_drains_and_answers_the_call_in_flight(launcher, pack_index, tmp_
     assert "call" in lifecycle_tail(service), "the held call's record comes before stopped"
 
 
-def test_idle_service_stops_at_once(launcher, pack_index):
+def test_idle_service_stops_at_once_even_with_a_keep_alive_connection_open(launcher, pack_index):
     service = launcher.start(pack_index)
+    idle = service.connection()
+    assert service.request("GET", "/v1/info", conn=idle).status == 200   # stays open, idle
     service.signal(signal.SIGTERM)
     code, elapsed = wait_exit_after(service, time.monotonic())
     assert code == 0
     assert elapsed < DRAIN_SECONDS / 2, "an idle drain has nothing to wait for"
     assert [r["kind"] for r in service.records[-2:]] == ["draining", "stopped"]
     assert [r["level"] for r in service.records[-2:]] == ["info", "info"]
+    idle.close()
+
+
+SLOW_IMPORT = '''
+import os, time
+open(os.path.join(os.path.dirname(__file__), "importing"), "w").close()
+time.sleep(30)
+'''
+
+
+def test_signal_during_boot_stops_at_once(launcher, tmp_path):
+    """The handlers are in place before pack code loads: a slow import can't make a signal wait."""
+    pack = PackWriter(tmp_path)
+    pack.module("tools/slow.py", SLOW_IMPORT)
+    pack.tool("slow", "tools/slow.py")
+    service = launcher.start(pack.write(), expect_listening=False)
+    deadline = time.monotonic() + 10
+    while not (tmp_path / "tools" / "importing").exists() and time.monotonic() < deadline:
+        time.sleep(0.01)
+    assert (tmp_path / "tools" / "importing").exists(), service.raw_stderr
+    service.signal(signal.SIGTERM)
+    code, elapsed = wait_exit_after(service, time.monotonic())
+    assert code == 0
+    assert elapsed < 3.0, "the signal waited for the import"
+    assert [r["kind"] for r in service.records] == ["stopped"]
+
+
+def test_signal_while_a_record_is_being_written_still_stops(pack_index):
+    """The main thread blocks writing a record (nobody reads stderr) when the signal comes.
+
+    The ``env-dropped`` record of 3000 dropped variables is far bigger than a
+    pipe's buffer, so the boot stalls inside that write; the signal's handler
+    must not wait for the lock the interrupted write holds.
+    """
+    env = service_env({"DROPPED_VARIABLE_%04d" % i: "x" for i in range(3000)})
+    proc = subprocess.Popen([PYTHON, str(SERVICE), "--index", str(pack_index)], env=env,
+                            stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
+    try:
+        time.sleep(1.0)
+        proc.send_signal(signal.SIGTERM)
+        try:
+            stderr = proc.communicate(timeout=10)[1]
+        except subprocess.TimeoutExpired:
+            pytest.fail("the service hung after a signal that came during a record write")
+        assert proc.returncode == 0
+        assert b'"kind":"stopped"' in stderr.splitlines()[-1]
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+            proc.wait(10)
+
+
+def test_handler_past_its_deadline_no_longer_holds_the_drain(launcher, pack_index, tmp_path):
+    """The deadline answers the call and frees its slot; the handler's thread can't keep the process."""
+    service = launcher.start(pack_index)
+    stuck = HeldCall(service, "stuck", tmp_path, headers={"kindgi-timeout-ms": "1500"})
+    service.signal(signal.SIGTERM)
+    code, elapsed = wait_exit_after(service, time.monotonic())
+    stuck.thread.join(5)
+    assert code == 0
+    assert elapsed < DRAIN_SECONDS / 2, "the drain waited for a call already answered"
+    assert stuck.answer.json["code"] == "deadline-exceeded"
+    assert lifecycle_tail(service)[-1] == "stopped"
 
 
 def test_stuck_handler_does_not_hold_the_exit(launcher, pack_index, tmp_path):
@@ -154,18 +224,19 @@ def test_stuck_handler_does_not_hold_the_exit(launcher, pack_index, tmp_path):
     assert code == 0
     assert DRAIN_SECONDS - 1.0 <= elapsed < DRAIN_LIMIT, elapsed
     stuck.thread.join(5)
-    assert isinstance(stuck.answer, Exception), "a call that never ended can't have an answer: %r" % stuck.answer
+    assert isinstance(stuck.answer, Exception), "a call that never ended got an answer: %r" % stuck.answer
     assert lifecycle_tail(service)[-1] == "stopped"
 
 
-def test_second_signal_ends_the_drain_at_once(launcher, pack_index, tmp_path):
+@pytest.mark.parametrize("second", [signal.SIGTERM, signal.SIGINT], ids=["SIGTERM", "SIGINT"])
+def test_second_signal_ends_the_drain_at_once(launcher, pack_index, tmp_path, second):
     service = launcher.start(pack_index)
     held = HeldCall(service, "hold", tmp_path)
     service.signal(signal.SIGTERM)
     service.wait_record("draining", timeout=5)
     time.sleep(0.2)
     assert service.proc.poll() is None, "exited with a call still in flight"
-    service.signal(signal.SIGTERM)
+    service.signal(second)
     code, elapsed = wait_exit_after(service, time.monotonic())
     assert code == 0
     assert elapsed < 2.0, "the second signal must not wait for the call in flight"

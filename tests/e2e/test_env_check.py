@@ -21,17 +21,24 @@ WARN_ENV = {"SET_VAR": "x", "SPACE_VAR": " ", "ALPHA_VAR": "a", "ZETA_VAR": "z",
             "KINDGI_PACK_ENV_CHECK": "warn"}                        # MID_VAR unset
 WARN_MISSING = ["MID_VAR"]
 
-MARKING_TOOL = '''
+PACK_CODE = '''
+import os
 from kindgi import tool, guardrail
+
+RAN = os.path.join(os.path.dirname(__file__), "ran-by-%d.log" % os.getpid())
+
+def ran(what):
+    with open(RAN, "a") as log:
+        log.write(what + "\\n")
 
 @tool(id="mark", version="1.0.0")
 def mark(input, ctx):
-    open(input["path"], "w").close()
+    ran("tool")
     return {"marked": True}
 
 @guardrail(id="g")
 def g(config, trace):
-    open(config["path"], "w").close()
+    ran("check")
     return True
 '''
 
@@ -39,7 +46,7 @@ def g(config, trace):
 @pytest.fixture(scope="module")
 def pack_index(tmp_path_factory):
     pack = PackWriter(tmp_path_factory.mktemp("envcheck"))
-    pack.module("tools/mark.py", MARKING_TOOL)
+    pack.module("tools/mark.py", PACK_CODE)
     pack.tool("mark", "tools/mark.py", version="1.0.0")
     pack.guardrail("g", "tools/mark.py")
     pack.env = {"required": REQUIRED, "optional": []}
@@ -54,6 +61,12 @@ def strict(module_launcher, pack_index):
 @pytest.fixture(scope="module")
 def warn(module_launcher, pack_index):
     return module_launcher.start(pack_index, env=WARN_ENV)
+
+
+def pack_code_ran(service, pack_index):
+    """What pack code in that service process has run, from the log it keeps beside its module."""
+    log = pack_index.parent / "tools" / ("ran-by-%d.log" % service.proc.pid)
+    return log.read_text().split() if log.exists() else []
 
 
 def missing_env_body(names):
@@ -74,16 +87,10 @@ def test_strict_readyz_is_503_missing_env_sorted(strict):
     assert_missing_env_503(strict.request("GET", "/readyz", token=False), STRICT_MISSING)
 
 
-def test_strict_tool_invoke_is_503_and_runs_nothing(strict, tmp_path):
-    marker = tmp_path / "ran"
-    assert_missing_env_503(strict.call_tool("mark", {"path": str(marker)}), STRICT_MISSING)
-    assert not marker.exists()
-
-
-def test_strict_check_invoke_is_503_and_runs_nothing(strict, tmp_path):
-    marker = tmp_path / "ran"
-    assert_missing_env_503(strict.call_check("g", {"path": str(marker)}), STRICT_MISSING)
-    assert not marker.exists()
+def test_strict_invokes_are_503_and_run_nothing(strict, pack_index):
+    assert_missing_env_503(strict.call_tool("mark", {}), STRICT_MISSING)
+    assert_missing_env_503(strict.call_check("g"), STRICT_MISSING)
+    assert pack_code_ran(strict, pack_index) == []
 
 
 def test_strict_healthz_is_200(strict):
@@ -113,19 +120,19 @@ def test_strict_missing_env_is_logged_before_listening(strict):
 
 
 def test_no_call_record_for_a_503(strict):
-    strict.call_tool("mark", {"path": "/nonexistent/x"})
+    strict.call_tool("mark", {})
     assert strict.records_of("call") == []
 
 
 # -- warn -------------------------------------------------------------------------
 
-def test_warn_serves(warn, tmp_path):
+def test_warn_serves(warn, pack_index):
     assert warn.request("GET", "/readyz", token=False).body == b'{"status":"ready"}'
-    marker = tmp_path / "ran"
-    response = warn.call_tool("mark", {"path": str(marker)})
+    response = warn.call_tool("mark", {})
     assert response.status == 200, response
     assert response.json == {"v": 2, "kind": "result", "output": {"marked": True}}
-    assert marker.exists()
+    assert warn.call_check("g").json == {"v": 2, "kind": "check-result", "result": {"passed": True}}
+    assert pack_code_ran(warn, pack_index) == ["tool", "check"]
 
 
 def test_warn_still_lists_missing_env(warn):
@@ -143,3 +150,15 @@ def test_nothing_missing_means_ready_and_an_empty_list(launcher, pack_index):
     assert service.request("GET", "/readyz", token=False).status == 200
     assert service.request("GET", "/v1/info").json["missingEnv"] == []
     assert service.records_of("missing-env") == []
+
+
+def test_missing_env_is_reported_before_the_import_it_breaks(launcher, tmp_path):
+    pack = PackWriter(tmp_path)
+    pack.module("tools/needs.py", 'import os\nAPI_URL = os.environ["API_URL"]\n')
+    pack.tool("needs", "tools/needs.py")
+    pack.env = {"required": ["API_URL"], "optional": []}
+    code, failed = launcher.run(["--index", pack.write()])
+    assert code == 1
+    assert [r["kind"] for r in failed.records] == ["missing-env", "boot-failed"]
+    assert failed.records[0]["names"] == ["API_URL"]
+    assert failed.records[1]["problems"] == ["needs: 'API_URL'"]

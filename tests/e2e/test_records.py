@@ -35,6 +35,11 @@ from kindgi import tool, guardrail
 def echo(input, ctx):
     return input
 
+@tool(id="chatty", version="1.0.0")
+def chatty(input, ctx):
+    ctx.log.info("pack code says hello", {"zeta": 1}, alpha=2)
+    return {}
+
 @tool(id="boom", version="1.0.0")
 def boom(input, ctx):
     raise ValueError("boom")
@@ -58,7 +63,7 @@ def g(config, trace):
 def pack_index(tmp_path_factory):
     pack = PackWriter(tmp_path_factory.mktemp("records"))
     pack.module("tools/code.py", PACK_CODE)
-    for tool_id in ("echo", "boom", "printer"):
+    for tool_id in ("echo", "chatty", "boom", "printer"):
         pack.tool(tool_id, "tools/code.py", version="1.0.0")
     pack.guardrail("g", "tools/code.py")
     return pack.write()
@@ -101,6 +106,15 @@ def test_every_record_has_the_shape(service):
     for record in service.records:
         if record.get("subsystem") == "pack":
             assert_shape(record)
+
+
+def test_pack_code_records_have_the_shape_too(service):
+    service.call_tool("chatty", {}, ctx={"tenantId": "t", "runId": "run-chatty"})
+    record = service.wait_record(None, where=lambda r: r.get("message") == "pack code says hello")
+    assert list(record) == FIXED + ["tenantId", "runId", "toolId", "zeta", "alpha"]
+    assert (record["level"], record["tenantId"], record["runId"], record["toolId"]) == (
+        "info", "t", "run-chatty", "chatty")
+    assert record["subsystem"].startswith("pack")
 
 
 def test_listening_record(service):
@@ -226,7 +240,8 @@ def test_pretty_format_writes_lines_that_are_not_json(launcher, pack_index):
 
 
 @pytest.mark.parametrize("name, value, message", [
-    ("KINDGI_LOG_LEVEL", "loud", 'KINDGI_LOG_LEVEL must be one of error, warn, info, debug, trace, got "loud".'),
+    ("KINDGI_LOG_LEVEL", "loud",
+     'KINDGI_LOG_LEVEL must be one of error, warn, info, debug, trace, got "loud".'),
     ("KINDGI_LOG_FORMAT", "x", 'KINDGI_LOG_FORMAT must be auto, json or pretty, got "x".'),
     ("KINDGI_LOG_LEVELS", "pack", 'KINDGI_LOG_LEVELS: "pack" isn\'t subsystem=level '
                                   '(levels: error, warn, info, debug, trace).'),

@@ -8,6 +8,9 @@ and 413; the ctx check sits after the envelope is parsed.  Probes are exempt,
 and an unpinned service ignores the header.
 """
 
+import errno
+import hashlib
+import os
 import threading
 import time
 
@@ -20,7 +23,6 @@ MISMATCH = b'{"code":"pack-tenant-mismatch"}'
 PINNED = {"kindgi-tenant-id": TENANT}
 
 PACK_CODE = '''
-import os, time
 from kindgi import tool, guardrail
 
 @tool(id="mark", version="1.0.0")
@@ -30,11 +32,9 @@ def mark(input, ctx):
 
 @tool(id="hold", version="1.0.0")
 def hold(input, ctx):
-    open(input["started"], "w").close()
-    end = time.monotonic() + 20
-    while time.monotonic() < end and not os.path.exists(input["release"]):
-        time.sleep(0.02)
-    return {}
+    """Holds its slot until the test writes to the FIFO."""
+    with open(input["fifo"]) as fifo:
+        return {"read": fifo.read()}
 
 @guardrail(id="g")
 def g(config, trace):
@@ -184,25 +184,36 @@ def test_421_comes_before_413(pinned):
     assert answer.endswith(MISMATCH)
 
 
+def open_fifo_once_read(path, seconds=10):
+    """Open a FIFO for writing as soon as a reader has it open (the handler is then running)."""
+    deadline = time.monotonic() + seconds
+    while time.monotonic() < deadline:
+        try:
+            return os.open(str(path), os.O_WRONLY | os.O_NONBLOCK)
+        except OSError as exc:
+            if exc.errno != errno.ENXIO:
+                raise
+            time.sleep(0.01)
+    raise AssertionError("the handler never opened %s" % path)
+
+
 def test_421_comes_before_overloaded(pinned, tmp_path):
-    started, release = tmp_path / "started", tmp_path / "release"
+    fifo = tmp_path / "fifo"
+    os.mkfifo(str(fifo))
     answers = []
-    hold_input = {"started": str(started), "release": str(release)}
     held = threading.Thread(target=lambda: answers.append(pinned.call_tool(
-        "hold", hold_input, ctx={"tenantId": TENANT, "runId": "run-hold"}, headers=PINNED)))
+        "hold", {"fifo": str(fifo)}, ctx={"tenantId": TENANT, "runId": "run-hold"}, headers=PINNED)))
     held.start()
+    writer = open_fifo_once_read(fifo)
     try:
-        deadline = time.monotonic() + 10
-        while not started.exists() and time.monotonic() < deadline:
-            time.sleep(0.02)
-        assert started.exists()
         assert pinned.call_tool("mark", {"path": str(tmp_path / "x")}, headers=PINNED).body \
             == b'{"error":"overloaded"}'
         assert_mismatch(mark_call(pinned, tmp_path / "x", headers={}))
     finally:
-        release.touch()
+        os.write(writer, b"done")
+        os.close(writer)
         held.join(15)
-    assert [a.status for a in answers] == [200]
+    assert [a.json["output"] for a in answers] == [{"read": "done"}]
 
 
 def test_421_comes_before_not_ready(pinned_not_ready, tmp_path):
@@ -237,3 +248,17 @@ def test_pinned_value_with_spaces_or_controls_is_config_invalid(launcher, pack, 
     assert record["message"] == "The pack service configuration is invalid"
     assert any("KINDGI_PACK_TENANT_ID" in p for p in record["problems"]), record
     assert service.records_of("listening") == []
+
+
+# -- indexHash ------------------------------------------------------------------
+
+def test_info_carries_the_index_hash_pinned_or_not(launcher, pinned, pack):
+    index = pack.write("index-hash.json")
+    index.write_bytes(index.read_bytes() + b"\n\n")    # the bytes are hashed, not a re-serialisation
+    expected = "sha256:" + hashlib.sha256(index.read_bytes()).hexdigest()
+    info = launcher.start(index).request("GET", "/v1/info").json
+    assert info["indexHash"] == expected
+    assert list(info) == ["protocol", "packId", "packVersion", "artifactVersion", "indexHash", "tools",
+                          "checks", "missingEnv"]
+    pinned_hash = "sha256:" + hashlib.sha256((pack.root / "index.json").read_bytes()).hexdigest()
+    assert pinned.request("GET", "/v1/info", headers=PINNED).json["indexHash"] == pinned_hash

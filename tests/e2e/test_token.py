@@ -11,7 +11,6 @@ token, not even when pack code logs or prints it.
 """
 
 import json
-import os
 
 import pytest
 
@@ -68,8 +67,9 @@ def open_pipes():
             pass
     return found
 
-@tool(id="probe", version="1.0.0")
+@tool(id="probe", version="1.0.0", input={"type": "object"}, output={"type": "object"})
 def probe(input, ctx):
+    """Everything pack code can read about its environment."""
     child = subprocess.run(["env", "-0"], stdout=subprocess.PIPE, check=True).stdout
     return {
         "environ": dict(os.environ),
@@ -79,8 +79,9 @@ def probe(input, ctx):
         "pipes": open_pipes(),
     }
 
-@tool(id="leak", version="1.0.0")
+@tool(id="leak", version="1.0.0", input={"type": "object"}, output={"type": "object"})
 def leak(input, ctx):
+    """Logs and prints the value it is given."""
     secret = input["value"]
     ctx.log.info("pack code logs " + secret, token=secret, plain=secret, nested={"inner": secret})
     ctx.log.warn(secret, fields={"apiKey": secret, "list": [secret]})
@@ -168,6 +169,29 @@ def test_no_record_carries_the_token_even_when_pack_code_logs_it(filtered):
     assert all(TOKEN not in line for line in filtered.raw_stderr)
 
 
+def test_token_is_trimmed(launcher, pack_index):
+    service = launcher.start(pack_index, token="  %s\t" % TOKEN, env={"DECLARED_REQUIRED": "r"})
+    assert service.request("GET", "/v1/info").status == 200
+
+
+@pytest.mark.parametrize("token, problem", [
+    (" \t ", "KINDGI_PACK_SERVICE_TOKEN is required"),
+    ("secret with-spaces-0451", "KINDGI_PACK_SERVICE_TOKEN may hold only printable ASCII without spaces "
+                                "(it travels in an HTTP header). Use a random value such as "
+                                "`openssl rand -hex 32`."),
+    ("secret-\u00e9-0452", None),
+])
+def test_unusable_token_is_config_invalid_and_never_logged(launcher, pack_index, token, problem):
+    code, service = launcher.run(["--index", pack_index], token=token)
+    assert code == 1
+    record = service.wait_record("config-invalid")
+    if problem is not None:
+        assert record["problems"] == [problem]
+    assert len(record["problems"]) == 1 and record["problems"][0].startswith("KINDGI_PACK_SERVICE_TOKEN ")
+    if token.strip():
+        assert all(token.strip() not in line for line in service.raw_stderr)
+
+
 # -- the env filter -------------------------------------------------------------
 
 def expected_kept(extra):
@@ -240,3 +264,11 @@ def test_index_without_env_keeps_only_prefixed_and_platform_names(launcher, tmp_
         "DECLARED_REQUIRED", "DECLARED_OPTIONAL"}
     assert service.wait_record("env-dropped")["names"] == sorted(
         set(EXTRA_DROPPED) | {"DECLARED_REQUIRED", "DECLARED_OPTIONAL"})
+
+
+def test_one_dropped_variable_is_named_in_the_singular(launcher, pack_index):
+    service = launcher.start(pack_index, env={"DECLARED_REQUIRED": "r", "ONLY_ONE_UNDECLARED": "v"})
+    record = service.wait_record("env-dropped")
+    assert record["names"] == ["ONLY_ONE_UNDECLARED"]
+    assert record["message"] == ("Dropped a variable the pack doesn't declare: ONLY_ONE_UNDECLARED "
+                                 "(declare them in the pack's env, or set KINDGI_PACK_ENV_FILTER=off)")

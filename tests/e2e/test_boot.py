@@ -1,0 +1,373 @@
+"""End-to-end: the command line, the configuration and the boot (SPEC-NOTES §12-§14).
+
+``--help`` and ``--version``; ``config-invalid`` with every problem at once
+(and a bad log variable alone); ``boot-failed`` for every way an index or a
+module can be wrong, never a traceback; the ``listening`` record; where the
+index and the modules are looked for (``--index``, ``KINDGI_PACK_INDEX``,
+``--module-root``).  Most runs end before listening, so they are quick.
+"""
+
+import json
+import os
+import re
+
+import pytest
+
+from conftest import PackWriter, service_env
+
+ECHO = '''\
+from kindgi import tool
+
+@tool(id="echo", input={}, output={})
+def echo(input):
+    return input
+'''
+
+CHECK = '''\
+from kindgi import guardrail
+
+@guardrail(id="ok")
+def ok(config, trace):
+    return True
+'''
+
+NOT_A_CONFIG_PROBLEM = "The pack service configuration is invalid"
+
+
+def echo_pack(root):
+    pack = PackWriter(root)
+    pack.module("tools/echo.py", ECHO)
+    pack.tool("echo", "tools/echo.py")
+    return pack
+
+
+def only_record(service, kind):
+    records = service.records_of(kind)
+    assert len(records) == 1, service.raw_stderr
+    return records[0]
+
+
+def assert_no_traceback(service):
+    assert not any("Traceback" in line for line in service.raw_stderr), "\n".join(service.raw_stderr)
+
+
+def boot_problems(launcher, index, env=None, args=()):
+    """Run the service on ``index``; it must fail to boot.  Returns its problems."""
+    code, service = launcher.run(["--index", index] + list(args), env=env)
+    assert code == 1, service.raw_stderr
+    record = only_record(service, "boot-failed")
+    assert record["message"] == "The pack service failed to boot"
+    assert record["level"] == "error"
+    assert not service.records_of("listening")
+    assert_no_traceback(service)
+    return record["problems"]
+
+
+def config_problems(launcher, env, args=("--index", "/nonexistent/index.json"), token="tok-en"):
+    code, service = launcher.run(list(args), env=env, token=token)
+    assert code == 1, service.raw_stderr
+    record = only_record(service, "config-invalid")
+    assert not service.records_of("boot-failed")
+    assert_no_traceback(service)
+    return record
+
+
+# -- the command line --------------------------------------------------------------
+
+@pytest.mark.parametrize("flag", ["--help", "-h"])
+def test_help(launcher, flag):
+    code, service = launcher.run([flag], token=None)
+    assert code == 0
+    text = "\n".join(service.stdout)
+    assert text.startswith("usage:")
+    for word in ("--index", "--module-root", "--host", "KINDGI_PACK_SERVICE_TOKEN", "PORT"):
+        assert word in text
+    assert not service.records_of("config-invalid")
+
+
+def test_version(launcher):
+    code, service = launcher.run(["--version"], token=None)
+    assert code == 0
+    assert len(service.stdout) == 1
+    assert re.search(r"\b\d+\.\d+\.\d+\b", service.stdout[0])
+    assert not service.records
+
+
+# -- config-invalid ------------------------------------------------------------------------
+
+def test_every_config_problem_at_once(launcher):
+    record = config_problems(launcher, {"PORT": "http", "KINDGI_PACK_SERVICE_MAX_CONCURRENCY": "0",
+                                        "KINDGI_PACK_ENV_CHECK": "loose", "KINDGI_PACK_ENV_FILTER": "maybe"},
+                             token=None)
+    assert record["message"] == NOT_A_CONFIG_PROBLEM
+    assert record["level"] == "error"
+    assert sorted(record["problems"]) == sorted([
+        "KINDGI_PACK_SERVICE_TOKEN is required",
+        'PORT must be a port number, got "http"',
+        "KINDGI_PACK_SERVICE_MAX_CONCURRENCY must be a positive integer",
+        'KINDGI_PACK_ENV_CHECK must be `strict` or `warn`, not "loose"',
+        'KINDGI_PACK_ENV_FILTER must be `on` or `off`, not "maybe"',
+    ])
+
+
+@pytest.mark.parametrize("token", ["", "   ", "\t"])
+def test_empty_token(launcher, token):
+    assert config_problems(launcher, {}, token=token)["problems"] == ["KINDGI_PACK_SERVICE_TOKEN is required"]
+
+
+@pytest.mark.parametrize("token", ["has space", "tab\there", "caf\u00e9"])
+def test_token_outside_printable_ascii(launcher, token):
+    assert config_problems(launcher, {}, token=token)["problems"] == [
+        "KINDGI_PACK_SERVICE_TOKEN may hold only printable ASCII without spaces (it travels in an HTTP header). "
+        "Use a random value such as `openssl rand -hex 32`."]
+
+
+@pytest.mark.parametrize("port", ["", "-1", "65536", "80a", " 80", "1.5", "\u0661"])
+def test_bad_port(launcher, port):
+    assert config_problems(launcher, {"PORT": port})["problems"] == [
+        "PORT must be a port number, got %s" % json.dumps(port)]
+
+
+@pytest.mark.parametrize("cap", ["", "0", "-3", "two", "1.5"])
+def test_bad_concurrency_cap(launcher, cap):
+    assert config_problems(launcher, {"KINDGI_PACK_SERVICE_MAX_CONCURRENCY": cap})["problems"] == [
+        "KINDGI_PACK_SERVICE_MAX_CONCURRENCY must be a positive integer"]
+
+
+def test_host_flag_without_value(launcher):
+    record = config_problems(launcher, {}, args=("--index", "/nonexistent/index.json", "--host"))
+    assert record["problems"] == ["--host needs an address"]
+
+
+@pytest.mark.parametrize("name,value,problem", [
+    ("KINDGI_LOG_LEVEL", "loud", 'KINDGI_LOG_LEVEL must be one of error, warn, info, debug, trace, got "loud".'),
+    ("KINDGI_LOG_FORMAT", "x", 'KINDGI_LOG_FORMAT must be auto, json or pretty, got "x".'),
+    ("KINDGI_LOG_LEVELS", "pack:debug",
+     'KINDGI_LOG_LEVELS: "pack:debug" isn\'t subsystem=level (levels: error, warn, info, debug, trace).'),
+])
+def test_bad_log_variable_is_reported_alone(launcher, name, value, problem):
+    env = {name: value, "PORT": "bad", "KINDGI_PACK_ENV_CHECK": "loose"}
+    if name != "KINDGI_LOG_FORMAT":
+        env["KINDGI_LOG_FORMAT"] = "json"
+    code, service = launcher.run(["--index", "/nonexistent/index.json"], env=env, token=None)
+    assert code == 1
+    lines = [json.loads(line) for line in service.raw_stderr if line.startswith("{")]
+    assert len(lines) == 1, service.raw_stderr
+    assert lines[0]["kind"] == "config-invalid"
+    assert lines[0]["message"] == problem
+    assert lines[0]["problems"] == [problem]
+
+
+# -- boot-failed: the index ----------------------------------------------------------------
+
+def test_missing_index_file(launcher, tmp_path):
+    problems = boot_problems(launcher, tmp_path / "nowhere.json")
+    assert len(problems) == 1
+    assert problems[0].startswith("Cannot read the pack index: ")
+    assert "nowhere.json" in problems[0]
+
+
+@pytest.mark.parametrize("text", ["{", "not json", "", "\xff"])
+def test_index_not_json(launcher, tmp_path, text):
+    index = tmp_path / "index.json"
+    index.write_bytes(text.encode("latin-1"))
+    problems = boot_problems(launcher, index)
+    assert len(problems) == 1
+    assert "JSON" in problems[0]
+
+
+@pytest.mark.parametrize("text", ["[]", "1", '"index"', "null"])
+def test_index_not_an_object(launcher, tmp_path, text):
+    index = tmp_path / "index.json"
+    index.write_text(text)
+    problems = boot_problems(launcher, index)
+    assert len(problems) == 1
+    assert "object" in problems[0]
+
+
+@pytest.mark.parametrize("v,shown", [(2, "v2"), (0, "v0"), ("1", None), (True, None), (None, None)])
+def test_index_envelope_other_than_1(launcher, tmp_path, v, shown):
+    pack = echo_pack(tmp_path)
+    index = pack.write(v=v) if v is not None else pack.write()
+    if v is None:
+        data = json.loads(index.read_text())
+        del data["v"]
+        index.write_text(json.dumps(data))
+    problems = boot_problems(launcher, index)
+    assert len(problems) == 1
+    assert problems[0].startswith("Index envelope v") and problems[0].endswith(" is not v1")
+    if shown:
+        assert problems[0] == "Index envelope %s is not v1" % shown
+
+
+@pytest.mark.parametrize("field,value", [
+    ("packId", None), ("packId", 5), ("packVersion", None), ("packVersion", []), ("tools", {"echo": 1}),
+    ("tools", "echo"), ("guardrails", {"x": 1}), ("env", ["A"]), ("artifactVersion", 7),
+])
+def test_index_top_level_field_missing_or_mistyped(launcher, tmp_path, field, value):
+    index = echo_pack(tmp_path).write()
+    data = json.loads(index.read_text())
+    if value is None:
+        del data[field]
+    else:
+        data[field] = value
+    index.write_text(json.dumps(data))
+    problems = boot_problems(launcher, index)
+    assert len(problems) == 1
+    assert field in problems[0]
+
+
+@pytest.mark.parametrize("field,value", [("modulePath", None), ("modulePath", 3), ("id", None), ("id", ""),
+                                         ("id", ["echo"]), ("version", 1)])
+def test_index_tool_field_missing_or_mistyped(launcher, tmp_path, field, value):
+    pack = echo_pack(tmp_path)
+    if value is None:
+        del pack.tools[0][field]
+    else:
+        pack.tools[0][field] = value
+    problems = boot_problems(launcher, pack.write())
+    assert len(problems) == 1
+    assert field in problems[0]
+    assert "tools" in problems[0]
+
+
+@pytest.mark.parametrize("field,value", [("checkModulePath", None), ("id", None), ("checkId", 4)])
+def test_index_guardrail_field_missing_or_mistyped(launcher, tmp_path, field, value):
+    pack = echo_pack(tmp_path)
+    pack.module("checks/ok.py", CHECK)
+    pack.guardrail("ok", "checks/ok.py")
+    if value is None:
+        del pack.guardrails[0][field]
+    else:
+        pack.guardrails[0][field] = value
+    problems = boot_problems(launcher, pack.write())
+    assert len(problems) == 1
+    assert field in problems[0]
+    assert "guardrails" in problems[0]
+
+
+def test_index_tool_entry_not_an_object(launcher, tmp_path):
+    pack = echo_pack(tmp_path)
+    pack.tools.append("echo")
+    problems = boot_problems(launcher, pack.write())
+    assert len(problems) == 1
+    assert "tools[1]" in problems[0]
+
+
+# -- boot-failed: the modules ------------------------------------------------------------------
+
+def test_every_missing_module_is_a_problem(launcher, tmp_path):
+    pack = echo_pack(tmp_path)
+    pack.tool("a", "tools/a.py")
+    pack.tool("b", "tools/deep/b.py")
+    pack.guardrail("c", "checks/c.py")
+    assert boot_problems(launcher, pack.write()) == [
+        "Missing module: tools/a.py", "Missing module: tools/deep/b.py", "Missing module: checks/c.py"]
+
+
+def test_every_import_error_is_a_problem(launcher, tmp_path):
+    pack = echo_pack(tmp_path)
+    pack.module("tools/boom.py", "raise ImportError('import boom')\n")
+    pack.module("tools/value.py", "raise ValueError('bad value at import')\n")
+    pack.module("tools/silent.py", "raise RuntimeError()\n")
+    pack.module("tools/exits.py", "raise SystemExit('exit at import')\n")
+    pack.module("tools/needs.py", "import surely_not_installed_anywhere_xyz\n")
+    pack.module("checks/syntax.py", "def broken(:\n")
+    pack.tool("probe.boom", "tools/boom.py")
+    pack.tool("value", "tools/value.py")
+    pack.tool("silent", "tools/silent.py")
+    pack.tool("exits", "tools/exits.py")
+    pack.tool("needs", "tools/needs.py")
+    pack.guardrail("syntax-g", "checks/syntax.py", check_id="syntax")
+    problems = boot_problems(launcher, pack.write())
+    assert problems[:5] == [
+        "probe.boom: import boom", "value: bad value at import", "silent: RuntimeError",
+        "exits: exit at import", "needs: No module named 'surely_not_installed_anywhere_xyz'"]
+    assert len(problems) == 6
+    assert problems[5].startswith("syntax: ")
+
+
+def test_missing_modules_stop_the_boot_before_imports(launcher, tmp_path):
+    pack = echo_pack(tmp_path)
+    pack.module("tools/boom.py", "raise ImportError('import boom')\n")
+    pack.tool("boom", "tools/boom.py")
+    pack.tool("gone", "tools/gone.py")
+    assert boot_problems(launcher, pack.write()) == ["Missing module: tools/gone.py"]
+
+
+# -- listening -------------------------------------------------------------------------------------
+
+def test_listening_record(launcher, tmp_path):
+    service = launcher.start(echo_pack(tmp_path).write(artifactVersion="art-boot", packId="boot-pack"))
+    record = only_record(service, "listening")
+    assert list(record)[:5] == ["time", "level", "severity", "subsystem", "message"]
+    assert re.match(r"^\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d\.\d{3}Z$", record["time"])
+    assert (record["level"], record["severity"], record["subsystem"]) == ("info", "INFO", "pack")
+    assert record["event"] == record["kind"] == "listening"
+    assert isinstance(record["port"], int) and 0 < record["port"] < 65536
+    assert record["message"] == "Listening on port %d" % record["port"]
+    assert record["packId"] == "boot-pack"
+    assert record["artifactVersion"] == "art-boot"
+    assert service.request("GET", "/healthz", token=False).status == 200
+
+
+def test_absent_artifact_version_is_an_empty_header(launcher, tmp_path):
+    index = echo_pack(tmp_path).write()
+    data = json.loads(index.read_text())
+    del data["artifactVersion"]
+    index.write_text(json.dumps(data))
+    service = launcher.start(index)
+    resp = service.call_tool("echo", {"x": 1})
+    assert resp.json["output"] == {"x": 1}
+    assert resp.header("kindgi-artifact-version") == ""
+    assert service.request("GET", "/v1/info").json["artifactVersion"] == ""
+
+
+def test_host_is_used(launcher, tmp_path):
+    service = launcher.start(echo_pack(tmp_path).write(), args=["--host", "127.0.0.1"])
+    assert service.request("GET", "/healthz", token=False).status == 200
+
+
+# -- where the index and the modules are ----------------------------------------------------------
+
+def test_module_root_flag(launcher, tmp_path):
+    modules = tmp_path / "code"
+    echo_pack(modules)
+    index = PackWriter(tmp_path / "elsewhere")
+    index.tool("echo", "tools/echo.py")
+    index_path = index.write()
+    problems = boot_problems(launcher, index_path)
+    assert problems == ["Missing module: tools/echo.py"]
+    service = launcher.start(index_path, args=["--module-root", str(modules)])
+    assert service.call_tool("echo", {"root": "flag"}).json["output"] == {"root": "flag"}
+
+
+def test_index_from_the_environment(launcher, tmp_path):
+    index = echo_pack(tmp_path).write(packId="from-env")
+    service = launcher.spawn(["-c", "import sys; sys.argv[0] = %r; exec(open(%r).read())" % ("x", "y")]
+                             if False else [launcher_program()], env=service_env({"KINDGI_PACK_INDEX": str(index)}))
+    assert service.wait_listening(), service.raw_stderr
+    assert service.request("GET", "/v1/info").json["packId"] == "from-env"
+
+
+def test_index_flag_wins_over_the_environment(launcher, tmp_path):
+    flag = echo_pack(tmp_path / "a").write(packId="from-flag")
+    env = echo_pack(tmp_path / "b").write(packId="from-env")
+    service = launcher.start(flag, env={"KINDGI_PACK_INDEX": str(env)})
+    assert service.request("GET", "/v1/info").json["packId"] == "from-flag"
+
+
+def test_default_index_path(launcher):
+    if os.path.exists("/app/index.json"):
+        pytest.skip("/app/index.json exists on this machine")
+    code, service = launcher.run([])
+    assert code == 1
+    problems = only_record(service, "boot-failed")["problems"]
+    assert len(problems) == 1
+    assert problems[0].startswith("Cannot read the pack index: ")
+    assert "/app/index.json" in problems[0]
+
+
+def launcher_program():
+    from conftest import SERVICE
+    return str(SERVICE)

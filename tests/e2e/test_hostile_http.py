@@ -1,0 +1,505 @@
+"""End-to-end: hostile HTTP.  Malformed and oversized heads, bodies that lie,
+smuggling attempts, early answers over unread bodies, slow and idle clients,
+pipelining, clients that reset.
+
+Every test talks raw bytes to the real service (tests/conftest.py starts it
+with PORT=0 on 127.0.0.1) and reads the answers back with the parser of
+tools/fuzz.py.  After every test the service must still answer /healthz and
+must not have logged a ``service-error`` (its own bug) record.
+
+Two tests wait for the service's socket timeout and stall sweep (about 12 s
+each); they run only on the interpreter running pytest, not again under every
+KINDGI_TEST_PYTHON that CI tries.
+"""
+
+from __future__ import annotations
+
+import http.client
+import json
+import os
+import re
+import socket
+import struct
+import sys
+import threading
+import time
+
+import pytest
+
+from conftest import ROOT, SERVICE, TOKEN, PackWriter
+
+sys.path.insert(0, str(ROOT / "tools"))
+import fuzz  # noqa: E402
+
+SOURCE = SERVICE.read_text()
+MAX_BODY = 10 * 1024 * 1024
+MAX_CONNECTIONS = int(re.search(r"^MAX_CONNECTIONS = (\d+)", SOURCE, re.M).group(1))
+slow = pytest.mark.skipif(bool(os.environ.get("KINDGI_TEST_PYTHON")),
+                          reason="waits for the stall timeouts; runs on the main interpreter only")
+
+TOOLS = '''\
+import time
+from kindgi import tool
+
+
+@tool(id="echo")
+def echo(input, ctx):
+    return input
+
+
+@tool(id="sleep")
+def sleep(input, ctx):
+    time.sleep(min(float(input.get("s", 1)), 5))
+    return {"slept": input.get("s", 1)}
+
+
+@tool(id="big")
+def big(input, ctx):
+    return {"s": "x" * int(input.get("n", 1000))}
+'''
+
+
+def write_pack(root):
+    pack = PackWriter(root)
+    pack.module("tools/t.py", TOOLS)
+    for tool_id in ("echo", "sleep", "big"):
+        pack.tool(tool_id, "tools/t.py")
+    return pack.write()
+
+
+@pytest.fixture(scope="module")
+def service(module_launcher, tmp_path_factory):
+    return module_launcher.start(write_pack(tmp_path_factory.mktemp("http")))
+
+
+@pytest.fixture(scope="module")
+def strict_service(module_launcher, tmp_path_factory):
+    """A second service: concurrency cap 1 and pinned to tenant-1, for the 503 and 421 refusals."""
+    return module_launcher.start(write_pack(tmp_path_factory.mktemp("strict")),
+                                 env={"KINDGI_PACK_SERVICE_MAX_CONCURRENCY": "1",
+                                      "KINDGI_PACK_TENANT_ID": "tenant-1"})
+
+
+@pytest.fixture(autouse=True)
+def still_serving(request):
+    """After each test: every service it used answers /healthz and logged no service error."""
+    yield
+    for name in ("service", "strict_service"):
+        if name in request.fixturenames:
+            svc = request.getfixturevalue(name)
+            assert svc.request("GET", "/healthz", token=False, timeout=10).status == 200
+            errors = svc.records_of("service-error")
+            assert not errors, errors
+
+
+# -- helpers -------------------------------------------------------------------
+
+def message(tool_id="echo", input=None):
+    return json.dumps({"v": 2, "kind": "invoke", "tool": {"id": tool_id}, "input": input or {"a": 1},
+                       "ctx": {"tenantId": "tenant-1", "runId": "run-1"}}).encode()
+
+
+def invoke(body=None, headers=(), token=TOKEN, **kw):
+    """The bytes of a POST /v1/invoke with this suite's token and the tenant header."""
+    return fuzz.invoke_request(message() if body is None else body,
+                               [("kindgi-tenant-id", "tenant-1")] + list(headers), token, **kw)
+
+
+def get(path, headers=()):
+    return fuzz.http_request("GET", path, headers=[("kindgi-pack-token", TOKEN)] + list(headers))
+
+
+def answers_to(svc, data, idle=1.0):
+    """Send *data* on a new connection: ``(answers, closed)``; leftover bytes fail the test."""
+    raw, closed = fuzz.exchange(svc.port, data, idle=idle)
+    answers, leftover = fuzz.parse_answers(raw)
+    assert not leftover, (answers, leftover[:200])
+    for answer in answers:
+        assert fuzz.answer_problem(answer) is None, answer
+    return answers, closed
+
+
+def refused_and_closed(svc, data, status):
+    """The request is refused with *status*, ``connection: close``, and nothing more is answered."""
+    answers, closed = answers_to(svc, data)
+    assert [a.status for a in answers] == [status], answers
+    assert answers[0].closes and closed, answers[0].headers
+    assert "error" in answers[0].json()
+    return answers[0]
+
+
+def result_of(answer):
+    assert answer.status == 200, answer
+    body = answer.json()
+    assert body["kind"] == "result", body
+    return body["output"]
+
+
+# -- malformed and oversized heads ----------------------------------------------
+
+@pytest.mark.parametrize("head, status", [
+    (b"GET\r\n\r\n", 400),
+    (b"GET /healthz\r\n\r\n", 400),                          # HTTP/0.9
+    (b"GET /healthz HTTP/1.1 extra\r\n\r\n", 400),
+    (b"GET  /healthz HTTP/1.1\r\n\r\n", 400),
+    (b"G\x00T /healthz HTTP/1.1\r\n\r\n", 400),
+    (b"G(T /healthz HTTP/1.1\r\n\r\n", 400),
+    (b"\xff\xfe /healthz HTTP/1.1\r\n\r\n", 400),
+    (b"GET /h\xffealthz HTTP/1.1\r\n\r\n", 400),
+    (b"GET /healthz FOO/1.1\r\n\r\n", 400),
+    (b"GET /healthz HTTP/1\r\n\r\n", 400),
+    (b"GET /healthz http/1.1\r\n\r\n", 400),
+    (b"GET /healthz HTTP/2.0\r\n\r\n", 505),
+    (b"GET /healthz HTTP/1.1\r\nno-colon-here\r\n\r\n", 400),
+    (b"GET /healthz HTTP/1.1\r\nbad name: x\r\n\r\n", 400),
+    (b"GET /healthz HTTP/1.1\r\nbad(name): x\r\n\r\n", 400),
+    (b"GET /healthz HTTP/1.1\r\n: empty-name\r\n\r\n", 400),
+    (b"GET /healthz HTTP/1.1\r\nx-a: b\x00c\r\n\r\n", 400),
+    (b"GET /healthz HTTP/1.1\r\nx-\xe9: b\r\n\r\n", 400),
+    (b"GET /healthz HTTP/1.1\r\nx-a: b\r\n folded\r\n\r\n", 400),
+    (b"GET /healthz HTTP/1.1\r\nx-a: b\rc\r\n\r\n", 400),
+    (b"GET /healthz HTTP/1.1\r\nx-a: " + b"a" * 9000 + b"\r\n\r\n", 431),
+    (b"GET /" + b"a" * 9000 + b" HTTP/1.1\r\n\r\n", 414),
+    (b"GET /healthz HTTP/1.1\r\n" + b"".join(b"x-%d: v\r\n" % i for i in range(200)) + b"\r\n", 431),
+    (b"GET /healthz HTTP/1.1\r\n" + b"".join(b"x-%d: %s\r\n" % (i, b"v" * 1000) for i in range(80)) + b"\r\n",
+     431),
+])
+def test_malformed_or_oversized_head_is_refused_and_closed(service, head, status):
+    refused_and_closed(service, head, status)
+
+
+def test_one_header_repeated_until_the_head_limit(service):
+    """The same name 16,000 times: refused by the total size, quickly enough to answer."""
+    head = b"GET /healthz HTTP/1.1\r\n" + b"x: y\r\n" * 16000 + b"\r\n"
+    refused_and_closed(service, head, 431)
+
+
+def test_blank_lines_before_a_request_are_tolerated(service):
+    answers, _ = answers_to(service, b"\r\n\r\nGET /healthz HTTP/1.1\r\n\r\n")
+    assert [a.status for a in answers] == [200]
+
+
+def test_http10_closes_unless_asked(service):
+    answers, closed = answers_to(service, b"GET /healthz HTTP/1.0\r\n\r\nGET /healthz HTTP/1.0\r\n\r\n")
+    assert [a.status for a in answers] == [200] and closed
+
+
+def test_bad_token_bytes_are_401(service):
+    refused = answers_to(service, get("/v1/info", [("kindgi-pack-token", "t\xe9st")])[:-2].replace(
+        b"kindgi-pack-token: " + TOKEN.encode(), b"x-ignored: 1") + b"\r\n")
+    assert [a.status for a in refused[0]] == [401]
+
+
+# -- framing: Content-Length and Transfer-Encoding ------------------------------
+
+SMUGGLED = b"GET /v1/info HTTP/1.1\r\nkindgi-pack-token: " + TOKEN.encode() + b"\r\n\r\n"
+
+
+@pytest.mark.parametrize("framing", [
+    [b"content-length: %d" % len(SMUGGLED), b"transfer-encoding: chunked"],
+    [b"transfer-encoding: chunked", b"content-length: 0"],
+    [b"content-length: 0", b"transfer-encoding:  chunked "],
+    [b"content-length: 0", b"content-length: %d" % len(SMUGGLED)],
+    [b"content-length: 0, %d" % len(SMUGGLED)],
+    [b"content-length: +%d" % len(SMUGGLED)],
+    [b"content-length: -1"],
+    [b"content-length: 0x10"],
+    [b"content-length: 1 0"],
+    [b"content-length: \xef\xbc\x91"],
+    [b"content-length: 99999999999999999999999"],
+    [b"transfer-encoding: chunked, chunked"],
+    [b"transfer-encoding: gzip, chunked"],
+    [b"transfer-encoding: identity"],
+])
+def test_ambiguous_framing_is_refused_and_nothing_is_smuggled(service, framing):
+    """Content-Length with Transfer-Encoding, or any framing a proxy could read differently."""
+    head = b"POST /v1/invoke HTTP/1.1\r\nkindgi-pack-token: " + TOKEN.encode() + \
+        b"\r\ncontent-type: application/json\r\n" + b"\r\n".join(framing) + b"\r\n\r\n"
+    answers, closed = answers_to(service, head + b"0\r\n\r\n" + SMUGGLED)
+    assert len(answers) == 1 and answers[0].status in (400, 413, 501), answers
+    assert answers[0].closes and closed
+
+
+def test_chunked_under_http10_is_refused(service):
+    data = b"POST /v1/invoke HTTP/1.0\r\nkindgi-pack-token: " + TOKEN.encode() + \
+        b"\r\ncontent-type: application/json\r\ntransfer-encoding: chunked\r\n\r\n0\r\n\r\n"
+    refused_and_closed(service, data, 400)
+
+
+@pytest.mark.parametrize("size_line", [b"zz", b"-1", b"", b"0x5", b"1" * 17, b"5 5", b"\xff", b"5;" + b"e" * 9000])
+def test_chunk_with_a_bad_size_is_refused(service, size_line):
+    data = invoke(b"")[:-len(b"content-length: 0\r\n\r\n")] + \
+        b"transfer-encoding: chunked\r\n\r\n" + size_line + b"\r\nabcde\r\n0\r\n\r\n" + SMUGGLED
+    refused_and_closed(service, data, 400)
+
+
+def test_chunk_longer_than_its_size_is_refused(service):
+    body = message()
+    data = invoke(b"")[:-len(b"content-length: 0\r\n\r\n")] + b"transfer-encoding: chunked\r\n\r\n" + \
+        b"%x\r\n%sEXTRA\r\n0\r\n\r\n" % (len(body), body)
+    refused_and_closed(service, data, 400)
+
+
+def test_huge_chunk_size_is_413_before_reading(service):
+    data = invoke(b"")[:-len(b"content-length: 0\r\n\r\n")] + \
+        b"transfer-encoding: chunked\r\n\r\nffffffffffffffff\r\nabc"
+    refused_and_closed(service, data, 413)
+
+
+def test_chunked_with_extensions_and_trailers_is_answered(service):
+    body = message(input={"chunked": True})
+    data = invoke(b"")[:-len(b"content-length: 0\r\n\r\n")] + b"transfer-encoding: chunked\r\n\r\n" + \
+        b"3;name=value\r\n" + body[:3] + b"\r\n%x\r\n" % (len(body) - 3) + body[3:] + \
+        b"\r\n0\r\nx-trailer: 1\r\n\r\n"
+    answers, _ = answers_to(service, data)
+    assert [result_of(a) for a in answers] == [{"chunked": True}]
+
+
+def test_body_longer_than_content_length(service):
+    """The bytes past Content-Length are the next request: here garbage, refused and closed."""
+    body = message()
+    data = invoke(body)[:-len(body)].replace(b"content-length: %d" % len(body), b"content-length: 5") + body
+    answers, closed = answers_to(service, data)
+    assert [a.status for a in answers] == [200, 400], answers
+    assert answers[0].json()["code"] == "malformed-message"
+    assert answers[1].closes and closed
+
+
+def test_huge_timeout_header_is_answered(service):
+    for value in ("9" * 400, "9" * 5000):
+        answers, _ = answers_to(service, invoke(headers=[("kindgi-timeout-ms", value)]))
+        assert [result_of(a) for a in answers] == [{"a": 1}]
+
+
+def test_expect_100_continue(service):
+    answers, _ = answers_to(service, invoke(headers=[("expect", "100-continue")]))
+    assert [result_of(a) for a in answers] == [{"a": 1}]
+    refused_and_closed(service, invoke(headers=[("expect", "100-continue")], token="nope"), 401)
+
+
+# -- early answers over an unread body ---------------------------------------------
+
+@pytest.mark.parametrize("name, data, status", [
+    ("404", fuzz.http_request("POST", "/nowhere", SMUGGLED), 404),
+    ("405", fuzz.http_request("POST", "/healthz", SMUGGLED), 405),
+    ("405 invoke", fuzz.http_request("PUT", "/v1/invoke", SMUGGLED, [("kindgi-pack-token", TOKEN)]), 405),
+    ("401", invoke(SMUGGLED, token="wrong"), 401),
+    ("401 chunked", invoke(SMUGGLED, token="wrong", chunks=[5, 5]), 401),
+    ("415", invoke(SMUGGLED, content_type="text/plain"), 415),
+    ("415 absent", invoke(SMUGGLED, content_type=None), 415),
+    ("413", invoke(b"")[:-len(b"content-length: 0\r\n\r\n")] + b"content-length: %d\r\n\r\n" % (MAX_BODY + 1)
+     + SMUGGLED, 413),
+])
+def test_early_answer_closes_over_the_unread_body(service, name, data, status):
+    """The body holds a whole request: it must not be answered as one."""
+    refused_and_closed(service, data, status)
+
+
+@pytest.mark.parametrize("path", ["/healthz", "/readyz", "/v1/info"])
+def test_get_with_body_is_not_a_second_request(service, path):
+    """A GET carrying a body: the body is read and dropped, or the connection closes after the answer."""
+    data = fuzz.http_request("GET", path, SMUGGLED, [("kindgi-pack-token", TOKEN)])
+    answers, closed = answers_to(service, data)
+    assert [a.status for a in answers] == [200], answers
+    assert "protocol" not in answers[0].json() or path == "/v1/info"
+
+
+def test_421_and_503_close_over_the_unread_body(strict_service):
+    refused_and_closed(strict_service, fuzz.invoke_request(SMUGGLED, [("kindgi-tenant-id", "other")], TOKEN), 421)
+    with fuzz.connect(strict_service.port) as busy:
+        busy.sendall(invoke(message("sleep", {"s": 1.5})))
+        time.sleep(0.3)
+        answer = refused_and_closed(strict_service, invoke(SMUGGLED), 503)
+        assert answer.json() == {"error": "overloaded"} and answer.header("retry-after") == "1"
+        answers, _ = fuzz.parse_answers(fuzz.read_answers(busy, want=1, idle=5)[0])
+        assert [result_of(a) for a in answers] == [{"slept": 1.5}]
+
+
+@pytest.mark.parametrize("size, token, status", [(4 * 1024 * 1024, "wrong", 401),
+                                                 (MAX_BODY + 1, TOKEN, 413)])
+def test_early_refusal_with_big_body_is_seen(service, size, token, status):
+    """A client sends the whole body before reading (as http.client does): it must still get the answer."""
+    conn = http.client.HTTPConnection("127.0.0.1", service.port, timeout=30)
+    try:
+        conn.request("POST", "/v1/invoke", body=b" " * size,
+                     headers={"kindgi-pack-token": token, "content-type": "application/json"})
+        response = conn.getresponse()
+        assert response.status == status
+        response.read()
+    finally:
+        conn.close()
+
+
+# -- slow, idle, many ----------------------------------------------------------------
+
+HEAD = invoke()
+
+
+def trickle(socks, rounds, step=1.0, on_round=lambda: None):
+    """Send each socket the next byte of HEAD every *step* seconds; return the sockets the service closed."""
+    closed = set()
+    start = time.monotonic()
+    for i in range(rounds):
+        for sock in socks:
+            if sock not in closed:
+                try:
+                    sock.send(HEAD[i:i + 1])
+                except OSError:
+                    closed.add(sock)
+        on_round()
+        time.sleep(max(0.0, start + (i + 1) * step - time.monotonic()))
+    for sock in socks:
+        sock.setblocking(False)
+        try:
+            if sock.recv(65536) == b"":
+                closed.add(sock)
+        except BlockingIOError:
+            pass
+        except OSError:
+            closed.add(sock)
+    return closed
+
+
+def test_slowloris_while_others_are_answered(service):
+    """200 connections sending a head one byte a second; calls on other connections go through."""
+    socks = [fuzz.connect(service.port) for _ in range(200)]
+    outputs = []
+    try:
+        trickle(socks, 4, on_round=lambda: outputs.append(result_of(answers_to(service, invoke())[0][0])))
+    finally:
+        for sock in socks:
+            sock.close()
+    assert outputs == [{"a": 1}] * 4
+
+
+def test_hundreds_of_idle_keepalive_connections(service):
+    """300 keep-alive connections sit idle; others are answered; then each idle one still answers."""
+    socks = []
+    try:
+        for _ in range(300):
+            sock = fuzz.connect(service.port)
+            sock.sendall(get("/healthz"))
+            socks.append(sock)
+        for sock in socks:
+            answers, _ = fuzz.parse_answers(fuzz.read_answers(sock, want=1)[0])
+            assert [a.status for a in answers] == [200]
+        for _ in range(20):
+            assert result_of(answers_to(service, invoke())[0][0]) == {"a": 1}
+        for sock in socks:
+            sock.sendall(invoke())
+        for sock in socks:
+            answers, _ = fuzz.parse_answers(fuzz.read_answers(sock, want=1)[0])
+            assert [result_of(a) for a in answers] == [{"a": 1}]
+    finally:
+        for sock in socks:
+            sock.close()
+
+
+def test_connections_over_the_cap_get_503(service):
+    """Past MAX_CONNECTIONS open sockets a new one gets 503 overloaded at once; closing them frees the room."""
+    socks = []
+    try:
+        for _ in range(MAX_CONNECTIONS + 20):
+            socks.append(fuzz.connect(service.port))
+        time.sleep(0.5)
+        refused = []
+        for sock in socks[-40:]:
+            sock.setblocking(False)
+            try:
+                refused.append(sock.recv(65536))
+            except BlockingIOError:
+                pass
+        answers = [fuzz.parse_answers(data)[0] for data in refused if data]
+        assert len(answers) >= 20, len(answers)
+        for (answer,) in answers:
+            assert answer.status == 503 and answer.header("retry-after") == "1" and answer.closes
+            assert answer.json() == {"error": "overloaded"}
+    finally:
+        for sock in socks:
+            sock.close()
+    time.sleep(0.5)
+    assert result_of(answers_to(service, invoke())[0][0]) == {"a": 1}
+
+
+@slow
+def test_stalled_connections_are_closed_and_free_their_slot(strict_service):
+    """A body that stops coming, and heads trickled a byte a second, are closed within ~10 s.
+
+    The stalled body held the only concurrency slot; once it is dropped, a call runs again.
+    """
+    stalled = fuzz.connect(strict_service.port)
+    body = message()
+    stalled.sendall(invoke(body)[:-len(body) // 2])
+    socks = [fuzz.connect(strict_service.port) for _ in range(50)]
+    try:
+        closed = trickle(socks, 13)
+        assert len(closed) == len(socks)
+        stalled.settimeout(5)
+        assert stalled.recv(65536) in (b"",) or fuzz.parse_answers(stalled.recv(65536))[0]
+    finally:
+        stalled.close()
+        for sock in socks:
+            sock.close()
+    assert result_of(answers_to(strict_service, invoke())[0][0]) == {"a": 1}
+
+
+# -- pipelining -----------------------------------------------------------------------
+
+def test_pipelined_requests_are_answered_in_order(service):
+    data = b"".join([get("/healthz"), invoke(message(input={"n": 1})), get("/v1/info"),
+                     invoke(message(input={"n": 2}), chunks=[7, 7]), get("/readyz"),
+                     invoke(message("sleep", {"s": 0.2})), invoke(message(input={"n": 3}))])
+    answers, closed = answers_to(service, data)
+    assert [a.status for a in answers] == [200] * 7 and not closed
+    bodies = [a.json() for a in answers]
+    assert bodies[0] == {"status": "ok"} and bodies[2]["protocol"] == 2 and bodies[4] == {"status": "ready"}
+    assert [bodies[i]["output"] for i in (1, 3, 5, 6)] == [{"n": 1}, {"n": 2}, {"slept": 0.2}, {"n": 3}]
+
+
+def test_pipelined_request_keeps_the_deadline(service):
+    """A request arriving on the socket while a call runs must not switch off the call's deadline."""
+    with fuzz.connect(service.port) as sock:
+        sock.sendall(invoke(message("sleep", {"s": 3}), headers=[("kindgi-timeout-ms", "500")]))
+        time.sleep(0.2)
+        sock.sendall(get("/healthz"))
+        answers, _ = fuzz.parse_answers(fuzz.read_answers(sock, want=1, idle=5)[0])
+    assert answers and answers[0].json()["code"] == "deadline-exceeded", answers
+
+
+# -- clients that reset ------------------------------------------------------------------
+
+def reset(sock):
+    """Close with SO_LINGER 0: the kernel sends RST instead of FIN."""
+    sock.setsockopt(socket.SOL_SOCKET, socket.SO_LINGER, struct.pack("ii", 1, 0))
+    sock.close()
+
+
+def test_client_resets_mid_answer(service):
+    """Twenty clients ask for 8 MB answers and reset after the first bytes."""
+    def one():
+        sock = fuzz.connect(service.port)
+        sock.sendall(invoke(message("big", {"n": 8000000})))
+        sock.recv(1000)
+        reset(sock)
+
+    threads = [threading.Thread(target=one) for _ in range(20)]
+    for thread in threads:
+        thread.start()
+    for thread in threads:
+        thread.join(30)
+    assert result_of(answers_to(service, invoke())[0][0]) == {"a": 1}
+
+
+def test_client_resets_mid_call_and_mid_body(service):
+    sock = fuzz.connect(service.port)
+    sock.sendall(invoke(message("sleep", {"s": 1}), headers=[("kindgi-request-id", "x")]))
+    time.sleep(0.2)
+    reset(sock)
+    service.wait_record("call", 5, lambda r: r.get("id") == "sleep" and r.get("outcome") == "cancelled")
+    data = invoke(message("big", {"n": 10}))
+    for cut in (10, len(data) - 5):
+        sock = fuzz.connect(service.port)
+        sock.sendall(data[:cut])
+        time.sleep(0.05)
+        reset(sock)
+    assert result_of(answers_to(service, invoke())[0][0]) == {"a": 1}
