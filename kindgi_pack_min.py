@@ -39,7 +39,6 @@ deadlines, the HTTP layer, and the process.
 
 from __future__ import annotations
 
-import asyncio
 import dataclasses
 import functools
 import hashlib
@@ -554,864 +553,8 @@ def receive_handoff(environ):
 
 
 # ---------------------------------------------------------------------------
-# The stand-in ``kindgi`` module
-#
-# Pack modules are written against the Kindgi SDK (`from kindgi import tool,
-# guardrail, ToolContext, CheckResult`).  When the real SDK is not importable,
-# install_standin() registers these objects as `kindgi`, `kindgi.pack`,
-# `kindgi.pack.context`, `kindgi.pack.define`, `kindgi.pack.trace` and
-# `kindgi.log` so that such modules import and run unchanged (SPEC-NOTES §20).
-# pydantic is optional: it is imported only when a pack passes a type (a
-# model, a TypedDict...) instead of a JSON Schema dict.
-
-STANDIN_VERSION = "0.1.10+pack-min"
-
-RESERVED_CHECK_IDS = frozenset((
-    "must-cite", "never-call-tool", "max-tool-calls", "output-matches",
-    "tool-order", "required-substring", "forbidden-substring"))
-
-
-class DefinitionError(Exception):
-    """A tool, guardrail, agent or flow is defined in a way that cannot work."""
-
-
-class TraceInvalid(ValueError):
-    """A trace record failed validation; .issues holds Ajv-shaped issue dicts."""
-
-    def __init__(self, model, issues):
-        self.issues = issues
-        lines = ["%s: %s" % (issue["instancePath"] or "(root)", issue["message"])
-                 for issue in issues]
-        super().__init__("%d validation error%s for %s: %s" % (
-            len(issues), "" if len(issues) == 1 else "s", model, "; ".join(lines)))
-
-
-class CallCancelled(Exception):
-    """Raised by Cancellation.raise_if_cancelled(); str() is the reason."""
-
-    def __init__(self, reason):
-        super().__init__(reason)
-        self.reason = reason
-
-
-class NoopLogger:
-    """A logger with the SDK's surface that writes nothing."""
-
-    def _log(self, message, fields=None, *, in_message=None, **kw):
-        """Drop the record."""
-
-    error = warn = info = debug = trace = _log
-
-    def child(self, bindings=None, **kw):
-        """A child of a no-op logger is the same no-op logger."""
-        return self
-
-    def is_level_enabled(self, level):
-        """No level is enabled."""
-        return False
-
-
-_STANDIN_NOOP_LOGGER = NoopLogger()
-
-
-# --- Cancellation and ToolContext ------------------------------------------
-
-class Cancellation:
-    """A one-shot, thread-safe cancellation signal for one call.
-
-    The first cancel() wins; waiters in threads (wait) and in any event loop
-    (wait_async) wake up, and registered callbacks run once with the reason.
-    """
-
-    def __init__(self):
-        self._lock = threading.Lock()
-        self._event = threading.Event()
-        self._reason = None
-        self._callbacks = []
-
-    @property
-    def cancelled(self):
-        return self._reason is not None
-
-    @property
-    def reason(self):
-        return self._reason
-
-    def cancel(self, reason):
-        """Fire with `reason` unless already fired; run the callbacks."""
-        with self._lock:
-            if self._reason is not None:
-                return
-            self._reason = reason
-            callbacks, self._callbacks = self._callbacks, []
-        self._event.set()
-        for callback in callbacks:
-            _standin_run_callback(callback, reason)
-
-    def add_callback(self, callback):
-        """Call callback(reason) once on cancel; at once if already cancelled."""
-        with self._lock:
-            if self._reason is None:
-                self._callbacks.append(callback)
-                return
-        _standin_run_callback(callback, self._reason)
-
-    def remove_callback(self, callback):
-        """Forget a callback registered with add_callback (no error if absent)."""
-        with self._lock:
-            if callback in self._callbacks:
-                self._callbacks.remove(callback)
-
-    def raise_if_cancelled(self):
-        """Raise CallCancelled if the call has been cancelled."""
-        if self._reason is not None:
-            raise CallCancelled(self._reason)
-
-    def wait(self, timeout=None):
-        """Block until cancelled or timeout seconds pass; True if cancelled."""
-        return self._event.wait(timeout)
-
-    async def wait_async(self):
-        """Wait in the running event loop until cancelled; return the reason."""
-        loop = asyncio.get_running_loop()
-        future = loop.create_future()
-
-        def wake(reason):
-            loop.call_soon_threadsafe(_standin_settle, future, reason)
-
-        self.add_callback(wake)
-        try:
-            return await future
-        finally:
-            self.remove_callback(wake)
-
-    def __repr__(self):
-        return "<Cancellation reason=%r>" % (self._reason,)
-
-
-def _standin_run_callback(callback, reason):
-    """Run one cancel callback; a failing callback must not stop the others."""
-    try:
-        callback(reason)
-    except Exception:
-        pass
-
-
-def _standin_settle(future, reason):
-    """Resolve a wait_async future unless its waiter already gave up."""
-    if not future.done():
-        future.set_result(reason)
-
-
-_STANDIN_CTX_MAPPINGS = ("env", "secrets", "config", "settings")
-
-
-def _standin_frozen_mapping(value):
-    """A read-only copy of a mapping; anything that is not one becomes empty."""
-    return types.MappingProxyType(dict(value) if isinstance(value, Mapping) else {})
-
-
-class ToolContext:
-    """What a handler knows about its call: ids, env, secrets, cancellation, log.
-
-    Immutable; the mappings are read-only copies; repr() leaves out the
-    secrets and the logger.
-    """
-
-    __slots__ = ("tenant_id", "run_id", "request_id", "project_id", "org_id", "env", "secrets",
-                 "config", "settings", "cancellation", "log", "idempotency_key")
-
-    def __init__(self, tenant_id, run_id, request_id=None, project_id=None,
-                 org_id=None, env=None, secrets=None, config=None, settings=None,
-                 cancellation=None, log=None, idempotency_key=None):
-        values = dict(locals())
-        for name in _STANDIN_CTX_MAPPINGS:
-            values[name] = _standin_frozen_mapping(values[name])
-        if cancellation is None:
-            values["cancellation"] = Cancellation()
-        if log is None:
-            values["log"] = _STANDIN_NOOP_LOGGER
-        for name in self.__slots__:
-            object.__setattr__(self, name, values[name])
-
-    def __setattr__(self, name, value):
-        raise dataclasses.FrozenInstanceError("cannot assign to field %r" % name)
-
-    def __delattr__(self, name):
-        raise dataclasses.FrozenInstanceError("cannot delete field %r" % name)
-
-    def __repr__(self):
-        shown = ", ".join("%s=%r" % (name, getattr(self, name)) for name in self.__slots__
-                          if name not in ("secrets", "log"))
-        return "ToolContext(%s)" % shown
-
-    @classmethod
-    def for_test(cls, tenant_id="tenant-test", run_id="run-test", **kw):
-        """A context for tests with placeholder ids."""
-        return cls(tenant_id, run_id, **kw)
-
-    @classmethod
-    def from_wire(cls, ctx, cancellation, log=_STANDIN_NOOP_LOGGER):
-        """Build from a wire callContext (camelCase keys; unknown keys dropped)."""
-        kw = {name: ctx.get(_standin_camel(name)) for name in cls.__slots__
-              if name not in ("cancellation", "log")}
-        kw["tenant_id"], kw["run_id"] = ctx["tenantId"], ctx["runId"]
-        return cls(cancellation=cancellation, log=log, **kw)
-
-
-# --- Trace records and CheckResult -----------------------------------------
-#
-# Plain classes with pydantic-like lax conversion: wire names are camelCase,
-# Python names are accepted too, unknown fields are kept (as attributes and in
-# .model_extra), and failures are reported as Ajv-shaped issues.
-
-class _StandinBad(Exception):
-    """A field value failed conversion: args are (keyword, message)."""
-
-
-def _standin_issue(path, keyword, message):
-    """One issue in the shape the service reports (loc → JSON pointer)."""
-    return {"instancePath": path, "schemaPath": "#", "keyword": keyword,
-            "params": {}, "message": message}
-
-
-def _standin_pointer(path, key):
-    """Extend a JSON pointer by one key."""
-    return "%s/%s" % (path, str(key).replace("~", "~0").replace("/", "~1"))
-
-
-@functools.lru_cache(maxsize=None)
-def _standin_camel(name):
-    """snake_case -> camelCase, the wire spelling of a field (cached: it runs per call)."""
-    head, *rest = name.split("_")
-    return head + "".join(part.title() for part in rest)
-
-
-def _standin_scalar(convert):
-    """Turn convert(value) (raising _StandinBad) into a field converter."""
-    def field_converter(value, path, issues):
-        try:
-            return convert(value)
-        except _StandinBad as bad:
-            issues.append(_standin_issue(path, *bad.args))
-            return None
-    return field_converter
-
-
-@_standin_scalar
-def _standin_str(value):
-    if not isinstance(value, str):
-        raise _StandinBad("string_type", "Input should be a valid string")
-    return value
-
-
-def _standin_number(kind, value, what, noun):
-    """int(value) or float(value) the lax way pydantic does it (bool and str accepted)."""
-    if isinstance(value, str):
-        try:
-            return kind(value.strip())
-        except ValueError:
-            raise _StandinBad("%s_parsing" % kind.__name__, "Input should be a valid %s, "
-                              "unable to parse string as %s" % (what, noun)) from None
-    if not isinstance(value, (int, float)):
-        raise _StandinBad("%s_type" % kind.__name__, "Input should be a valid %s" % what)
-    if kind is int and isinstance(value, float) and not value.is_integer():
-        raise _StandinBad("int_from_float",
-                          "Input should be a valid integer, got a number with a fractional part")
-    return kind(value)
-
-
-@_standin_scalar
-def _standin_int(value):
-    return _standin_number(int, value, "integer", "an integer")
-
-
-@_standin_scalar
-def _standin_float(value):
-    return _standin_number(float, value, "number", "a number")
-
-
-_STANDIN_BOOL_WORDS = {"true": True, "t": True, "yes": True, "y": True, "on": True, "1": True,
-                       "false": False, "f": False, "no": False, "n": False, "off": False, "0": False}
-
-
-@_standin_scalar
-def _standin_bool(value):
-    if isinstance(value, bool):
-        return value
-    if isinstance(value, (int, float)) and value in (0, 1):
-        return bool(value)
-    if isinstance(value, str) and value.strip().lower() in _STANDIN_BOOL_WORDS:
-        return _STANDIN_BOOL_WORDS[value.strip().lower()]
-    if isinstance(value, (str, int, float)):
-        raise _StandinBad("bool_parsing",
-                          "Input should be a valid boolean, unable to interpret input")
-    raise _StandinBad("bool_type", "Input should be a valid boolean")
-
-
-@_standin_scalar
-def _standin_dict(value):
-    if not isinstance(value, Mapping):
-        raise _StandinBad("dict_type", "Input should be a valid dictionary")
-    return dict(value)
-
-
-@_standin_scalar
-def _standin_mode(value):
-    if value not in ("ci", "runtime"):
-        raise _StandinBad("literal_error", "Input should be 'ci' or 'runtime'")
-    return value
-
-
-def _standin_any(value, path, issues):
-    return value
-
-
-def _standin_list_of(convert):
-    """A converter for a list whose items go through `convert`."""
-    def list_converter(value, path, issues):
-        if not isinstance(value, (list, tuple, set, frozenset)):
-            issues.append(_standin_issue(path, "list_type", "Input should be a valid list"))
-            return None
-        return [convert(item, _standin_pointer(path, i), issues) for i, item in enumerate(value)]
-    return list_converter
-
-
-_STANDIN_REQUIRED = object()
-
-
-class _StandinRecord:
-    """Base of the record classes; _fields = ((name, converter, default), ...).
-
-    A field whose default is None also accepts None (pydantic's Optional).
-    """
-
-    _fields = ()
-
-    def __init__(self, **fields):
-        issues = []
-        self._standin_fill(fields, "", issues)
-        if issues:
-            raise TraceInvalid(type(self).__name__, issues)
-
-    @classmethod
-    def from_wire(cls, value):
-        """Validate a wire value into an instance; raise TraceInvalid with issues."""
-        issues = []
-        record = cls._standin_convert(value, "", issues)
-        if issues:
-            raise TraceInvalid(cls.__name__, issues)
-        return record
-
-    @classmethod
-    def _standin_convert(cls, value, path, issues):
-        """Field converter for a nested record of this class."""
-        if isinstance(value, cls):
-            return value
-        if not isinstance(value, Mapping):
-            issues.append(_standin_issue(path, "model_type", "Input should be a valid "
-                                         "dictionary or instance of %s" % cls.__name__))
-            return None
-        record = cls.__new__(cls)
-        record._standin_fill(value, path, issues)
-        return record
-
-    def _standin_fill(self, data, path, issues):
-        """Set every field from data (wire name first, then Python name)."""
-        used = set()
-        for name, convert, default in self._fields:
-            wire = _standin_camel(name)
-            key = wire if wire in data else name if name in data else None
-            if key is not None:
-                used.add(key)
-                value = data[key]
-                if value is not None or default is not None:
-                    value = convert(value, _standin_pointer(path, wire), issues)
-            elif default is _STANDIN_REQUIRED:
-                issues.append(_standin_issue(_standin_pointer(path, wire), "missing", "Field required"))
-                value = None
-            else:
-                value = default.copy() if isinstance(default, (list, dict)) else default
-            self.__dict__[name] = value
-        self.__dict__["model_extra"] = {k: v for k, v in data.items() if k not in used}
-
-    def __getattr__(self, name):
-        extra = self.__dict__.get("model_extra", {})
-        if name in extra:
-            return extra[name]
-        raise AttributeError("%r object has no attribute %r" % (type(self).__name__, name))
-
-    def _standin_items(self):
-        """(name, value) for declared fields then extra fields."""
-        items = [(name, self.__dict__[name]) for name, _, _ in self._fields]
-        return items + list(self.model_extra.items())
-
-    def to_wire(self):
-        """camelCase dict, None values dropped, extra fields kept, nested records too."""
-        wire = {_standin_camel(name): self.__dict__[name] for name, _, _ in self._fields}
-        wire.update(self.model_extra)
-        return {key: _standin_to_wire(value) for key, value in wire.items() if value is not None}
-
-    def __eq__(self, other):
-        if type(other) is not type(self):
-            return NotImplemented
-        return self._standin_items() == other._standin_items()
-
-    __hash__ = None
-
-    def __repr__(self):
-        shown = ", ".join("%s=%r" % item for item in self._standin_items())
-        return "%s(%s)" % (type(self).__name__, shown)
-
-
-def _standin_to_wire(value):
-    """Wire form of a field value: records become dicts, lists map item-wise."""
-    if isinstance(value, _StandinRecord):
-        return value.to_wire()
-    if isinstance(value, list):
-        return [_standin_to_wire(item) for item in value]
-    return value
-
-
-class ToolCallRecord(_StandinRecord):
-    """A tool call the agent made (trace.tool_calls)."""
-    _fields = (("tool_id", _standin_str, _STANDIN_REQUIRED), ("tool_name", _standin_str, _STANDIN_REQUIRED),
-               ("arguments", _standin_dict, {}), ("at", _standin_str, _STANDIN_REQUIRED))
-
-
-class ToolResultRecord(_StandinRecord):
-    """A tool result the agent saw (trace.tool_results)."""
-    _fields = (("tool_call_id", _standin_str, _STANDIN_REQUIRED), ("output", _standin_any, None),
-               ("at", _standin_str, _STANDIN_REQUIRED))
-
-
-class ModelCallRecord(_StandinRecord):
-    """A model call made during the run (trace.model_calls)."""
-    _fields = (("provider_id", _standin_str, _STANDIN_REQUIRED), ("model", _standin_str, _STANDIN_REQUIRED),
-               ("prompt_tokens", _standin_int, _STANDIN_REQUIRED),
-               ("completion_tokens", _standin_int, _STANDIN_REQUIRED), ("at", _standin_str, _STANDIN_REQUIRED))
-
-
-class RunTrace(_StandinRecord):
-    """The run a guardrail check judges (the `trace` of a check-invoke)."""
-    _fields = (
-        ("run_id", _standin_str, _STANDIN_REQUIRED), ("tenant_id", _standin_str, _STANDIN_REQUIRED),
-        ("project_id", _standin_str, None), ("org_id", _standin_str, None),
-        ("agent_id", _standin_str, None), ("flow_id", _standin_str, None),
-        ("output", _standin_str, None),
-        ("tool_calls", _standin_list_of(ToolCallRecord._standin_convert), []),
-        ("tool_results", _standin_list_of(ToolResultRecord._standin_convert), []),
-        ("model_calls", _standin_list_of(ModelCallRecord._standin_convert), []),
-        ("user_input", _standin_str, None), ("retrieved_fact_ids", _standin_list_of(_standin_str), None),
-        ("conversation_id", _standin_str, None), ("turn_number", _standin_int, None),
-        ("total_cost_usd", _standin_float, None), ("duration_ms", _standin_float, None),
-        ("mode", _standin_mode, "runtime"), ("attributes", _standin_dict, None))
-
-
-class CheckResult(_StandinRecord):
-    """A check's verdict: passed, plus optional reason, judge response, attributes."""
-    _fields = (("passed", _standin_bool, _STANDIN_REQUIRED), ("reason", _standin_str, None),
-               ("judge_response", _standin_str, None),
-               ("attributes", _standin_dict, None))
-
-    def __init__(self, passed=_STANDIN_REQUIRED, **fields):
-        if passed is not _STANDIN_REQUIRED:
-            fields["passed"] = passed
-        super().__init__(**fields)
-
-
-# --- Types: JSON Schema dicts, or pydantic when the pack brings it ---------
-
-def _standin_type_adapter():
-    """pydantic 2's TypeAdapter, or None when pydantic 2 is not importable."""
-    try:
-        from pydantic import TypeAdapter
-    except ImportError:
-        return None
-    return TypeAdapter
-
-
-_STANDIN_DICT_TYPES = (dict, Mapping, MutableMapping, typing.Dict, typing.Mapping,
-                       typing.MutableMapping)
-
-
-def _standin_type(t, where, what):
-    """Return (adapter or None, JSON Schema or None) for an input/output/config type.
-
-    None, Any or no annotation: nothing known.  A dict: it is the JSON Schema.
-    Bare dict/Mapping: a plain object.  Other types need pydantic 2 (a
-    parametrised dict type is kept as a plain object without it).
-    """
-    if t is None or t is typing.Any or t is inspect.Parameter.empty:
-        return None, None
-    if isinstance(t, Mapping):
-        return None, dict(t)
-    if isinstance(t, str):
-        raise DefinitionError("%s: cannot resolve the %s annotation %r; pass %s= explicitly"
-                              % (where, what, t, what))
-    if t in _STANDIN_DICT_TYPES:
-        return None, {"type": "object"}
-    type_adapter = _standin_type_adapter()
-    if type_adapter is None:
-        if typing.get_origin(t) in (dict, Mapping, MutableMapping):
-            return None, {"type": "object"}
-        raise DefinitionError(
-            "%s: the %s type %s needs pydantic 2, which is not installed: install it in "
-            "the image or pass a JSON Schema dict" % (where, what, getattr(t, "__name__", repr(t))))
-    try:
-        adapter = type_adapter(t)
-        return adapter, adapter.json_schema()
-    except Exception as exc:
-        raise DefinitionError("%s: cannot derive the %s JSON Schema: %s: %s"
-                              % (where, what, type(exc).__name__, exc)) from exc
-
-
-def _standin_signature(fn, where):
-    """(positional parameter annotations, return annotation), strings resolved where possible."""
-    if not callable(fn):
-        raise DefinitionError("%s: expected a function, got %s" % (where, type(fn).__name__))
-    try:
-        sig = inspect.signature(fn)
-    except (TypeError, ValueError) as exc:
-        raise DefinitionError("%s: cannot read the handler's signature: %s" % (where, exc)) from exc
-    namespace = getattr(inspect.unwrap(fn), "__globals__", {})
-    params = [_standin_resolve(p.annotation, namespace) for p in sig.parameters.values()
-              if p.kind in (p.POSITIONAL_ONLY, p.POSITIONAL_OR_KEYWORD)]
-    return params, _standin_resolve(sig.return_annotation, namespace)
-
-
-def _standin_resolve(annotation, namespace):
-    """Evaluate a string annotation (from __future__ annotations) in the handler's globals."""
-    if not isinstance(annotation, str):
-        return annotation
-    try:
-        return eval(annotation, dict(namespace))
-    except Exception:
-        return annotation
-
-
-def _standin_is_async(fn):
-    """True for coroutine functions and objects whose __call__ is one."""
-    return inspect.iscoroutinefunction(fn) or inspect.iscoroutinefunction(
-        getattr(fn, "__call__", None))
-
-
-def _standin_check_id(value, where):
-    if not isinstance(value, str) or not value:
-        raise DefinitionError("%s: id must be a non-empty string, got %r" % (where, value))
-
-
-def _standin_caller_module(depth):
-    """__name__ of the module of the frame `depth` levels above the calling function."""
-    return sys._getframe(depth + 1).f_globals.get("__name__", "")
-
-
-# --- Tools ------------------------------------------------------------------
-
-@dataclasses.dataclass(eq=False)
-class Tool:
-    """A tool: its handler plus what the service needs to call it."""
-    id: str
-    handler: typing.Callable
-    description: str
-    version: typing.Optional[str]
-    input_schema: typing.Any
-    output_schema: typing.Any
-    input_type: typing.Any
-    output_type: typing.Any
-    takes_context: bool
-    is_async: bool
-    effects: typing.Sequence = ()
-    mutating: typing.Optional[bool] = None
-    needs_approval_when_unattended: typing.Optional[bool] = None
-    needs: typing.Any = None
-    needs_spec: typing.Any = None
-    sandbox: typing.Optional[str] = None
-    limits: typing.Any = None
-    network: typing.Any = None
-    spec: typing.Any = None
-    module: str = ""
-    _input_adapter: typing.Any = dataclasses.field(default=None, repr=False)
-    _output_adapter: typing.Any = dataclasses.field(default=None, repr=False)
-
-    def __call__(self, *args, **kwargs):
-        return self.handler(*args, **kwargs)
-
-    def parse_input(self, value):
-        """The handler's input: validated into the input type, or the value as is."""
-        if self._input_adapter is None:
-            return value
-        return self._input_adapter.validate_python(value)
-
-    def dump_output(self, value):
-        """JSON-mode, by-alias dump of typed output; other values unchanged."""
-        if self._output_adapter is not None:
-            return self._output_adapter.dump_python(value, mode="json", by_alias=True,
-                                                    warnings=False)
-        if callable(getattr(value, "model_dump", None)):
-            return value.model_dump(mode="json", by_alias=True)
-        return value
-
-    def invoke_args(self, value, ctx):
-        """Positional arguments for the handler: (input,) or (input, ctx)."""
-        return (value, ctx) if self.takes_context else (value,)
-
-
-def _standin_make_tool(handler, id, description, version, input, output, module, **extra):
-    """Build a Tool, deriving schemas, adapters and the calling convention."""
-    where = "Tool %r" % (id,)
-    _standin_check_id(id, where)
-    if version is not None and not isinstance(version, str):
-        raise DefinitionError("%s: version must be a string, got %r" % (where, version))
-    params, returns = _standin_signature(handler, where)
-    if len(params) not in (1, 2):
-        raise DefinitionError("%s: the handler takes (input) or (input, ctx), not %d "
-                              "positional parameters" % (where, len(params)))
-    input_type = params[0] if input is None else input
-    output_type = returns if output is None else output
-    input_adapter, input_schema = _standin_type(input_type, where, "input")
-    output_adapter, output_schema = _standin_type(output_type, where, "output")
-    if description is None:
-        description = inspect.getdoc(handler) or ""
-    return Tool(id=id, handler=handler, description=description, version=version,
-                input_schema=input_schema, output_schema=output_schema,
-                input_type=None if input_type is inspect.Parameter.empty else input_type,
-                output_type=None if output_type is inspect.Signature.empty else output_type,
-                takes_context=len(params) == 2, is_async=_standin_is_async(handler),
-                module=module or _standin_caller_module(2), _input_adapter=input_adapter,
-                _output_adapter=output_adapter, **extra)
-
-
-def _standin_tool(*, id, version=None, description=None, input=None, output=None, effects=(),
-                  mutating=None, needs_approval_when_unattended=None, needs=None,
-                  needs_spec=None, sandbox=None, limits=None, network=None):
-    """Decorator: turn `def handler(input[, ctx])` into a Tool (`kindgi.tool`)."""
-    def decorate(handler):
-        return _standin_make_tool(
-            handler, id, description, version, input, output,
-            getattr(handler, "__module__", None), effects=tuple(effects), mutating=mutating,
-            needs_approval_when_unattended=needs_approval_when_unattended, needs=needs,
-            needs_spec=needs_spec, sandbox=sandbox, limits=limits, network=network)
-    return decorate
-
-
-def _standin_http_tool(*, id, description, input, output, method, url_template, headers=None,
-                       authorization=None, request_body=None, timeout_ms=None, parse_json=None,
-                       success_status=None, version=None, effects=(), mutating=None,
-                       needs_approval_when_unattended=None):
-    """An HTTP tool: data for the Kindgi runtime; its handler refuses to run here."""
-    http = {"method": method, "url_template": url_template, "headers": headers,
-            "authorization": authorization, "request_body": request_body,
-            "timeout_ms": timeout_ms, "parse_json": parse_json, "success_status": success_status}
-    spec = {"kind": "http"}
-    spec.update((_standin_camel(k), v) for k, v in http.items() if v is not None)
-
-    def runs_in_kindgi(input):
-        raise RuntimeError("Tool %r is an HTTP tool: the Kindgi runtime sends its request; "
-                           "it cannot be run from Python" % (id,))
-
-    return _standin_make_tool(
-        runs_in_kindgi, id, description, version, input, output, _standin_caller_module(1),
-        effects=tuple(effects), mutating=mutating,
-        needs_approval_when_unattended=needs_approval_when_unattended, spec=spec)
-
-
-# --- Guardrails ---------------------------------------------------------------
-
-@dataclasses.dataclass(eq=False)
-class Guardrail:
-    """A guardrail: its check function plus how to parse its config and trace."""
-    id: str
-    check: typing.Callable
-    check_id: str
-    kind: str
-    action: typing.Any
-    name: typing.Optional[str] = None
-    severity: typing.Optional[str] = None
-    scope: typing.Any = None
-    config: typing.Any = None
-    config_schema: typing.Any = None
-    config_type: typing.Any = None
-    trace_is_model: bool = True
-    is_async: bool = False
-    sandbox: typing.Optional[str] = None
-    limits: typing.Any = None
-    network: typing.Any = None
-    module: str = ""
-    _config_adapter: typing.Any = dataclasses.field(default=None, repr=False)
-
-    def __call__(self, config, trace):
-        return self.check(config, trace)
-
-    def parse_config(self, value):
-        """The check's config: validated into its type, or a plain dict."""
-        if self._config_adapter is None:
-            return dict(value)
-        return self._config_adapter.validate_python(value)
-
-    def parse_trace(self, value):
-        """A RunTrace (TraceInvalid on failure), or the raw value for other annotations."""
-        return RunTrace.from_wire(value) if self.trace_is_model else value
-
-
-def _standin_trace_is_model(annotation):
-    """True when the trace parameter is unannotated or annotated RunTrace."""
-    if isinstance(annotation, str):
-        return annotation.rpartition(".")[2] == "RunTrace"
-    return annotation is inspect.Parameter.empty or annotation is RunTrace
-
-
-def _standin_guardrail(*, id, kind="zero-llm", on_violation=None, action=None, name=None,
-                       severity=None, scope=None, check_id=None, config=None, config_type=None,
-                       sandbox=None, limits=None, network=None):
-    """Decorator: turn `def check(config, trace)` into a Guardrail (`kindgi.guardrail`)."""
-    where = "Guardrail %r" % (id,)
-    _standin_check_id(id, where)
-    check_id = check_id or id
-    if check_id in RESERVED_CHECK_IDS:
-        raise DefinitionError("%s: check id %r belongs to a built-in check, which a pack "
-                              "cannot replace; choose another check_id" % (where, check_id))
-    if action is None:
-        action = {"on-violation": on_violation} if on_violation is not None else {}
-
-    def decorate(check):
-        params, _ = _standin_signature(check, where)
-        if len(params) != 2:
-            raise DefinitionError("%s: the check takes (config, trace), not %d positional "
-                                  "parameters" % (where, len(params)))
-        wanted = params[0] if config_type is None else config_type
-        adapter, schema = _standin_type(wanted, where, "config")
-        return Guardrail(
-            id=id, check=check, check_id=check_id, kind=kind, action=dict(action), name=name,
-            severity=severity, scope=scope, config=config, config_schema=schema,
-            config_type=None if wanted is inspect.Parameter.empty else wanted,
-            trace_is_model=_standin_trace_is_model(params[1]), is_async=_standin_is_async(check),
-            sandbox=sandbox, limits=limits, network=network,
-            module=getattr(check, "__module__", None) or _standin_caller_module(1),
-            _config_adapter=adapter)
-    return decorate
-
-
-# --- Agents and flows (data only) -------------------------------------------
-
-class _StandinDefinition:
-    """Base of Agent and Flow: checks the id and records the defining module."""
-
-    def __post_init__(self):
-        _standin_check_id(self.id, "%s %r" % (type(self).__name__, self.id))
-        if not self.module:
-            self.module = _standin_caller_module(2)
-
-
-@dataclasses.dataclass
-class Agent(_StandinDefinition):
-    """An agent definition; the pack service only needs it to import."""
-    id: str
-    version: str
-    name: str
-    instructions: typing.Any
-    capabilities: typing.Sequence = ()
-    tools: typing.Sequence = ()
-    retrieval: typing.Sequence = ()
-    guardrails: typing.Sequence = ()
-    parameters: typing.Sequence = ()
-    budget: typing.Any = None
-    preferred_provider: typing.Optional[str] = None
-    preferred_model: typing.Optional[str] = None
-    description: typing.Optional[str] = None
-    tags: typing.Any = None
-    conversation_policy: typing.Any = None
-    output: typing.Any = None
-    tool_errors: typing.Any = None
-    settings: typing.Sequence = ()
-    model_settings: typing.Any = None
-    memory: typing.Any = None
-    module: str = dataclasses.field(default="", repr=False)
-
-
-@dataclasses.dataclass
-class Flow(_StandinDefinition):
-    """A flow definition; the pack service only needs it to import."""
-    id: str
-    version: str
-    nodes: typing.Sequence
-    edges: typing.Sequence
-    name: typing.Optional[str] = None
-    description: typing.Optional[str] = None
-    max_parallelism: typing.Optional[int] = None
-    metadata: typing.Any = None
-    output: typing.Any = None
-    module: str = dataclasses.field(default="", repr=False)
-
-
-# --- Installing the modules -------------------------------------------------
-
-_standin_installed = {}
-
-
-def _standin_module(name, attrs, doc):
-    """A module object that the import system treats as already imported."""
-    is_package = "." not in name or name == "kindgi.pack"
-    module = types.ModuleType(name, doc)
-    module.__spec__ = importlib.machinery.ModuleSpec(name, None, is_package=is_package)
-    module.__loader__ = None
-    module.__package__ = name if is_package else name.rpartition(".")[0]
-    if is_package:
-        module.__path__ = []
-    module.__dict__.update(attrs)
-    return module
-
-
-def install_standin(get_logger=None):
-    """Register the stand-in `kindgi` modules in sys.modules; return `kindgi`.
-
-    get_logger(subsystem, **bindings) supplies `kindgi.log.get_logger`
-    loggers (default: no-op).  Installing again replaces an earlier stand-in.
-    """
-    factory = get_logger or (lambda subsystem, **bindings: _STANDIN_NOOP_LOGGER)
-
-    def standin_get_logger(subsystem="pack", /, **bindings):
-        """A logger for pack code, from the service's log factory."""
-        return factory(subsystem, **bindings)
-
-    remove_standin()
-    context = {"ToolContext": ToolContext, "Cancellation": Cancellation,
-               "CallCancelled": CallCancelled}
-    trace = {"RunTrace": RunTrace, "ToolCallRecord": ToolCallRecord,
-             "ToolResultRecord": ToolResultRecord, "ModelCallRecord": ModelCallRecord,
-             "CheckResult": CheckResult}
-    define = {"tool": _standin_tool, "guardrail": _standin_guardrail,
-              "http_tool": _standin_http_tool, "Tool": Tool, "Guardrail": Guardrail,
-              "Agent": Agent, "Flow": Flow, "DefinitionError": DefinitionError,
-              "RESERVED_CHECK_IDS": RESERVED_CHECK_IDS, "CheckResult": CheckResult,
-              "RunTrace": RunTrace, "ToolContext": ToolContext}
-    modules = {
-        "kindgi.pack.context": _standin_module("kindgi.pack.context", context, "Call context."),
-        "kindgi.pack.trace": _standin_module("kindgi.pack.trace", trace, "Trace records."),
-        "kindgi.pack.define": _standin_module("kindgi.pack.define", define, "Definitions."),
-        "kindgi.log": _standin_module("kindgi.log", {"get_logger": standin_get_logger},
-                                      "Logging for pack code."),
-    }
-    modules["kindgi.pack"] = _standin_module("kindgi.pack", {
-        "context": modules["kindgi.pack.context"], "trace": modules["kindgi.pack.trace"],
-        "define": modules["kindgi.pack.define"]}, "Pack primitives.")
-    top = dict(define, **context, **trace)
-    del top["RESERVED_CHECK_IDS"]
-    top.update(__version__=STANDIN_VERSION, pack=modules["kindgi.pack"], log=modules["kindgi.log"])
-    modules["kindgi"] = _standin_module("kindgi", top, "Stand-in for the Kindgi SDK "
-                                        "(kindgi_pack_min, no SDK installed).")
-    _standin_installed.update(modules)
-    sys.modules.update(modules)
-    return modules["kindgi"]
-
-
-def remove_standin():
-    """Remove stand-in modules from sys.modules (modules of a real SDK are left alone)."""
-    for name, module in list(_standin_installed.items()):
-        if sys.modules.get(name) is module:
-            del sys.modules[name]
-    _standin_installed.clear()
-
+# Which ``kindgi`` pack code gets
+# ---------------------------------------------------------------------------
 
 def load_kindgi(records):
     """The real SDK when it imports; otherwise the stand-in, installed in sys.modules."""
@@ -1437,7 +580,7 @@ def load_kindgi(records):
 PACKAGE = "_kindgi_pack"
 
 
-class IndexError_(ValueError):
+class IndexProblem(ValueError):
     """The index can't be used; the message names the field."""
 
 
@@ -1445,11 +588,11 @@ def _field(obj, key, where, kind, required=True):
     value = obj.get(key)
     if value is None:
         if required:
-            raise IndexError_("Index field %s%s is missing" % (where, key))
+            raise IndexProblem("Index field %s%s is missing" % (where, key))
         return None
     if not isinstance(value, kind) or (kind is str and not value and required):
         names = {str: "a non-empty string", list: "an array", dict: "an object"}
-        raise IndexError_("Index field %s%s must be %s" % (where, key, names[kind]))
+        raise IndexProblem("Index field %s%s must be %s" % (where, key, names[kind]))
     return value
 
 
@@ -1460,11 +603,11 @@ class ToolEntry:
     def __init__(self, raw, i):
         where = "tools[%d]." % i
         if not isinstance(raw, dict):
-            raise IndexError_("Index field tools[%d] must be an object" % i)
+            raise IndexProblem("Index field tools[%d] must be an object" % i)
         self.id = _field(raw, "id", where, str)
         version = raw.get("version")
         if version is not None and not isinstance(version, str):
-            raise IndexError_("Index field %sversion must be a string" % where)
+            raise IndexProblem("Index field %sversion must be a string" % where)
         self.version = version or None
         self.module_path = _field(raw, "modulePath", where, str)
         self.input = raw.get("input", True)
@@ -1481,7 +624,7 @@ class CheckEntry:
     def __init__(self, raw, i):
         where = "guardrails[%d]." % i
         if not isinstance(raw, dict):
-            raise IndexError_("Index field guardrails[%d] must be an object" % i)
+            raise IndexProblem("Index field guardrails[%d] must be an object" % i)
         self.id = _field(raw, "id", where, str)
         self.check_id = _field(raw, "checkId", where, str, required=False) or self.id
         self.module_path = _field(raw, "checkModulePath", where, str)
@@ -1499,17 +642,17 @@ class Index:
         try:
             data = json.loads(raw_bytes.decode("utf-8"))
         except (UnicodeDecodeError, ValueError, RecursionError) as exc:
-            raise IndexError_("The pack index is not valid JSON: %s" % exc)
+            raise IndexProblem("The pack index is not valid JSON: %s" % exc)
         if not isinstance(data, dict):
-            raise IndexError_("The pack index must be a JSON object")
+            raise IndexProblem("The pack index must be a JSON object")
         v = data.get("v")
         if v != 1 or isinstance(v, bool):
-            raise IndexError_("Index envelope v%s is not v1" % json.dumps(v))
+            raise IndexProblem("Index envelope v%s is not v1" % json.dumps(v))
         self.pack_id = _field(data, "packId", "", str)
         self.pack_version = _field(data, "packVersion", "", str)
         self.artifact_version = data.get("artifactVersion") or ""
         if not isinstance(self.artifact_version, str):
-            raise IndexError_("Index field artifactVersion must be a string")
+            raise IndexProblem("Index field artifactVersion must be a string")
         tools = _field(data, "tools", "", list, required=False) or []
         guardrails = _field(data, "guardrails", "", list, required=False) or []
         self.tools = [ToolEntry(raw, i) for i, raw in enumerate(tools)]
@@ -1522,7 +665,7 @@ class Index:
     def _names(env, key):
         names = env.get(key) or []
         if not isinstance(names, list) or not all(isinstance(n, str) and n for n in names):
-            raise IndexError_("Index field env.%s must be an array of names" % key)
+            raise IndexProblem("Index field env.%s must be an array of names" % key)
         return names
 
 
@@ -1932,10 +1075,16 @@ _thread_loops = threading.local()
 
 
 def _thread_loop():
-    """This thread's event loop for async pack code: a blocking coroutine stalls only its own call."""
+    """This thread's event loop for async pack code: a blocking coroutine stalls only its own call.
+
+    asyncio is imported here, not at the top: it costs a fifth of the boot,
+    and only packs with async handlers need it.
+    """
+    import asyncio
     loop = getattr(_thread_loops, "loop", None)
     if loop is None or loop.is_closed():
         loop = _thread_loops.loop = asyncio.new_event_loop()
+    asyncio.set_event_loop(loop)
     return loop
 
 
@@ -1944,7 +1093,6 @@ def run_pack_code(call, fn, args, is_async):
     if not is_async:
         return fn(*args)
     loop = _thread_loop()
-    asyncio.set_event_loop(loop)
     task = loop.create_task(_as_coroutine(fn(*args)))
     call.on_cancel.append(lambda: loop.call_soon_threadsafe(task.cancel))
     if call.cancellation.cancelled:
@@ -1954,6 +1102,12 @@ def run_pack_code(call, fn, args, is_async):
 
 async def _as_coroutine(awaitable):
     return await awaitable
+
+
+def _cancelled_by_us(call, exc):
+    """The call's own cancellation stopped its async task: nobody is waiting for an answer."""
+    asyncio = sys.modules.get("asyncio")
+    return asyncio is not None and isinstance(exc, asyncio.CancelledError) and call.cancellation.cancelled
 
 
 def _thrown(call, exc, what):
@@ -2002,7 +1156,7 @@ def call_tool(service, call, message):
         output = run_pack_code(call, tool.handler, tool.invoke_args(value, ctx), tool.is_async)
         output = tool.dump_output(output)
     except BaseException as exc:  # pack code: SystemExit and friends are answers too
-        if isinstance(exc, asyncio.CancelledError) and call.cancellation.cancelled:
+        if _cancelled_by_us(call, exc):
             return None
         return _thrown(call, exc, what)
     return _checked_output(entry, tool_id, output)
@@ -2080,7 +1234,7 @@ def call_check(service, call, message):
         result = run_pack_code(call, check.check, (config, trace), check.is_async)
         wire = normalise_check_result(result)
     except BaseException as exc:  # pack code, and its result's own methods
-        if isinstance(exc, asyncio.CancelledError) and call.cancellation.cancelled:
+        if _cancelled_by_us(call, exc):
             return None
         return _thrown(call, exc, what)
     if wire is None:
@@ -2903,7 +2057,7 @@ def boot(config, records, environ, dropped):
         raise BootFailed(["Cannot read the pack index: %s" % exc])
     try:
         index = Index(raw)
-    except IndexError_ as exc:
+    except IndexProblem as exc:
         raise BootFailed([str(exc)])
     root = os.path.abspath(config.module_root)
     kindgi = load_kindgi(records)
@@ -2996,6 +2150,867 @@ def main(argv=None):
         return 0
     service = PackService(config, records, pack, kindgi, missing)
     return serve(config, records, service, lifecycle)
+
+
+# ---------------------------------------------------------------------------
+# Appendix: the stand-in ``kindgi`` module
+#
+# Pack modules are written against the Kindgi SDK (`from kindgi import tool,
+# guardrail, ToolContext, CheckResult`).  When the real SDK is not importable,
+# install_standin() registers these objects as `kindgi`, `kindgi.pack`,
+# `kindgi.pack.context`, `kindgi.pack.define`, `kindgi.pack.trace` and
+# `kindgi.log` so that such modules import and run unchanged (SPEC-NOTES §20).
+# pydantic is optional: it is imported only when a pack passes a type (a
+# model, a TypedDict...) instead of a JSON Schema dict.
+
+STANDIN_VERSION = "0.1.10+pack-min"
+
+RESERVED_CHECK_IDS = frozenset((
+    "must-cite", "never-call-tool", "max-tool-calls", "output-matches",
+    "tool-order", "required-substring", "forbidden-substring"))
+
+
+class DefinitionError(Exception):
+    """A tool, guardrail, agent or flow is defined in a way that cannot work."""
+
+
+class TraceInvalid(ValueError):
+    """A trace record failed validation; .issues holds Ajv-shaped issue dicts."""
+
+    def __init__(self, model, issues):
+        self.issues = issues
+        lines = ["%s: %s" % (issue["instancePath"] or "(root)", issue["message"])
+                 for issue in issues]
+        super().__init__("%d validation error%s for %s: %s" % (
+            len(issues), "" if len(issues) == 1 else "s", model, "; ".join(lines)))
+
+
+class CallCancelled(Exception):
+    """Raised by Cancellation.raise_if_cancelled(); str() is the reason."""
+
+    def __init__(self, reason):
+        super().__init__(reason)
+        self.reason = reason
+
+
+class NoopLogger:
+    """A logger with the SDK's surface that writes nothing."""
+
+    def _log(self, message, fields=None, *, in_message=None, **kw):
+        """Drop the record."""
+
+    error = warn = info = debug = trace = _log
+
+    def child(self, bindings=None, **kw):
+        """A child of a no-op logger is the same no-op logger."""
+        return self
+
+    def is_level_enabled(self, level):
+        """No level is enabled."""
+        return False
+
+
+_STANDIN_NOOP_LOGGER = NoopLogger()
+
+
+# --- Cancellation and ToolContext ------------------------------------------
+
+class Cancellation:
+    """A one-shot, thread-safe cancellation signal for one call.
+
+    The first cancel() wins; waiters in threads (wait) and in any event loop
+    (wait_async) wake up, and registered callbacks run once with the reason.
+    """
+
+    def __init__(self):
+        self._lock = threading.Lock()
+        self._event = threading.Event()
+        self._reason = None
+        self._callbacks = []
+
+    @property
+    def cancelled(self):
+        return self._reason is not None
+
+    @property
+    def reason(self):
+        return self._reason
+
+    def cancel(self, reason):
+        """Fire with `reason` unless already fired; run the callbacks."""
+        with self._lock:
+            if self._reason is not None:
+                return
+            self._reason = reason
+            callbacks, self._callbacks = self._callbacks, []
+        self._event.set()
+        for callback in callbacks:
+            _standin_run_callback(callback, reason)
+
+    def add_callback(self, callback):
+        """Call callback(reason) once on cancel; at once if already cancelled."""
+        with self._lock:
+            if self._reason is None:
+                self._callbacks.append(callback)
+                return
+        _standin_run_callback(callback, self._reason)
+
+    def remove_callback(self, callback):
+        """Forget a callback registered with add_callback (no error if absent)."""
+        with self._lock:
+            if callback in self._callbacks:
+                self._callbacks.remove(callback)
+
+    def raise_if_cancelled(self):
+        """Raise CallCancelled if the call has been cancelled."""
+        if self._reason is not None:
+            raise CallCancelled(self._reason)
+
+    def wait(self, timeout=None):
+        """Block until cancelled or timeout seconds pass; True if cancelled."""
+        return self._event.wait(timeout)
+
+    async def wait_async(self):
+        """Wait in the running event loop until cancelled; return the reason."""
+        import asyncio   # loaded only by packs that use it: it costs a fifth of the boot
+        loop = asyncio.get_running_loop()
+        future = loop.create_future()
+
+        def wake(reason):
+            loop.call_soon_threadsafe(_standin_settle, future, reason)
+
+        self.add_callback(wake)
+        try:
+            return await future
+        finally:
+            self.remove_callback(wake)
+
+    def __repr__(self):
+        return "<Cancellation reason=%r>" % (self._reason,)
+
+
+def _standin_run_callback(callback, reason):
+    """Run one cancel callback; a failing callback must not stop the others."""
+    try:
+        callback(reason)
+    except Exception:
+        pass
+
+
+def _standin_settle(future, reason):
+    """Resolve a wait_async future unless its waiter already gave up."""
+    if not future.done():
+        future.set_result(reason)
+
+
+_STANDIN_CTX_MAPPINGS = ("env", "secrets", "config", "settings")
+
+
+def _standin_frozen_mapping(value):
+    """A read-only copy of a mapping; anything that is not one becomes empty."""
+    return types.MappingProxyType(dict(value) if isinstance(value, Mapping) else {})
+
+
+class ToolContext:
+    """What a handler knows about its call: ids, env, secrets, cancellation, log.
+
+    Immutable; the mappings are read-only copies; repr() leaves out the
+    secrets and the logger.
+    """
+
+    __slots__ = ("tenant_id", "run_id", "request_id", "project_id", "org_id", "env", "secrets",
+                 "config", "settings", "cancellation", "log", "idempotency_key")
+
+    def __init__(self, tenant_id, run_id, request_id=None, project_id=None,
+                 org_id=None, env=None, secrets=None, config=None, settings=None,
+                 cancellation=None, log=None, idempotency_key=None):
+        values = dict(locals())
+        for name in _STANDIN_CTX_MAPPINGS:
+            values[name] = _standin_frozen_mapping(values[name])
+        if cancellation is None:
+            values["cancellation"] = Cancellation()
+        if log is None:
+            values["log"] = _STANDIN_NOOP_LOGGER
+        for name in self.__slots__:
+            object.__setattr__(self, name, values[name])
+
+    def __setattr__(self, name, value):
+        raise dataclasses.FrozenInstanceError("cannot assign to field %r" % name)
+
+    def __delattr__(self, name):
+        raise dataclasses.FrozenInstanceError("cannot delete field %r" % name)
+
+    def __repr__(self):
+        shown = ", ".join("%s=%r" % (name, getattr(self, name)) for name in self.__slots__
+                          if name not in ("secrets", "log"))
+        return "ToolContext(%s)" % shown
+
+    @classmethod
+    def for_test(cls, tenant_id="tenant-test", run_id="run-test", **kw):
+        """A context for tests with placeholder ids."""
+        return cls(tenant_id, run_id, **kw)
+
+    @classmethod
+    def from_wire(cls, ctx, cancellation, log=_STANDIN_NOOP_LOGGER):
+        """Build from a wire callContext (camelCase keys; unknown keys dropped)."""
+        kw = {name: ctx.get(_standin_camel(name)) for name in cls.__slots__
+              if name not in ("cancellation", "log")}
+        kw["tenant_id"], kw["run_id"] = ctx["tenantId"], ctx["runId"]
+        return cls(cancellation=cancellation, log=log, **kw)
+
+
+# --- Trace records and CheckResult -----------------------------------------
+#
+# Plain classes with pydantic-like lax conversion: wire names are camelCase,
+# Python names are accepted too, unknown fields are kept (as attributes and in
+# .model_extra), and failures are reported as Ajv-shaped issues.
+
+class _StandinBad(Exception):
+    """A field value failed conversion: args are (keyword, message)."""
+
+
+def _standin_issue(path, keyword, message):
+    """One issue in the shape the service reports (loc → JSON pointer)."""
+    return {"instancePath": path, "schemaPath": "#", "keyword": keyword,
+            "params": {}, "message": message}
+
+
+def _standin_pointer(path, key):
+    """Extend a JSON pointer by one key."""
+    return "%s/%s" % (path, str(key).replace("~", "~0").replace("/", "~1"))
+
+
+@functools.lru_cache(maxsize=None)
+def _standin_camel(name):
+    """snake_case -> camelCase, the wire spelling of a field (cached: it runs per call)."""
+    head, *rest = name.split("_")
+    return head + "".join(part.title() for part in rest)
+
+
+def _standin_scalar(convert):
+    """Turn convert(value) (raising _StandinBad) into a field converter."""
+    def field_converter(value, path, issues):
+        try:
+            return convert(value)
+        except _StandinBad as bad:
+            issues.append(_standin_issue(path, *bad.args))
+            return None
+    return field_converter
+
+
+@_standin_scalar
+def _standin_str(value):
+    if not isinstance(value, str):
+        raise _StandinBad("string_type", "Input should be a valid string")
+    return value
+
+
+def _standin_number(kind, value, what, noun):
+    """int(value) or float(value) the lax way pydantic does it (bool and str accepted)."""
+    if isinstance(value, str):
+        try:
+            return kind(value.strip())
+        except ValueError:
+            raise _StandinBad("%s_parsing" % kind.__name__, "Input should be a valid %s, "
+                              "unable to parse string as %s" % (what, noun)) from None
+    if not isinstance(value, (int, float)):
+        raise _StandinBad("%s_type" % kind.__name__, "Input should be a valid %s" % what)
+    if kind is int and isinstance(value, float) and not value.is_integer():
+        raise _StandinBad("int_from_float",
+                          "Input should be a valid integer, got a number with a fractional part")
+    return kind(value)
+
+
+@_standin_scalar
+def _standin_int(value):
+    return _standin_number(int, value, "integer", "an integer")
+
+
+@_standin_scalar
+def _standin_float(value):
+    return _standin_number(float, value, "number", "a number")
+
+
+_STANDIN_BOOL_WORDS = {"true": True, "t": True, "yes": True, "y": True, "on": True, "1": True,
+                       "false": False, "f": False, "no": False, "n": False, "off": False, "0": False}
+
+
+@_standin_scalar
+def _standin_bool(value):
+    if isinstance(value, bool):
+        return value
+    if isinstance(value, (int, float)) and value in (0, 1):
+        return bool(value)
+    if isinstance(value, str) and value.strip().lower() in _STANDIN_BOOL_WORDS:
+        return _STANDIN_BOOL_WORDS[value.strip().lower()]
+    if isinstance(value, (str, int, float)):
+        raise _StandinBad("bool_parsing",
+                          "Input should be a valid boolean, unable to interpret input")
+    raise _StandinBad("bool_type", "Input should be a valid boolean")
+
+
+@_standin_scalar
+def _standin_dict(value):
+    if not isinstance(value, Mapping):
+        raise _StandinBad("dict_type", "Input should be a valid dictionary")
+    return dict(value)
+
+
+@_standin_scalar
+def _standin_mode(value):
+    if value not in ("ci", "runtime"):
+        raise _StandinBad("literal_error", "Input should be 'ci' or 'runtime'")
+    return value
+
+
+def _standin_any(value, path, issues):
+    return value
+
+
+def _standin_list_of(convert):
+    """A converter for a list whose items go through `convert`."""
+    def list_converter(value, path, issues):
+        if not isinstance(value, (list, tuple, set, frozenset)):
+            issues.append(_standin_issue(path, "list_type", "Input should be a valid list"))
+            return None
+        return [convert(item, _standin_pointer(path, i), issues) for i, item in enumerate(value)]
+    return list_converter
+
+
+_STANDIN_REQUIRED = object()
+
+
+class _StandinRecord:
+    """Base of the record classes; _fields = ((name, converter, default), ...).
+
+    A field whose default is None also accepts None (pydantic's Optional).
+    """
+
+    _fields = ()
+
+    def __init__(self, **fields):
+        issues = []
+        self._standin_fill(fields, "", issues)
+        if issues:
+            raise TraceInvalid(type(self).__name__, issues)
+
+    @classmethod
+    def from_wire(cls, value):
+        """Validate a wire value into an instance; raise TraceInvalid with issues."""
+        issues = []
+        record = cls._standin_convert(value, "", issues)
+        if issues:
+            raise TraceInvalid(cls.__name__, issues)
+        return record
+
+    @classmethod
+    def _standin_convert(cls, value, path, issues):
+        """Field converter for a nested record of this class."""
+        if isinstance(value, cls):
+            return value
+        if not isinstance(value, Mapping):
+            issues.append(_standin_issue(path, "model_type", "Input should be a valid "
+                                         "dictionary or instance of %s" % cls.__name__))
+            return None
+        record = cls.__new__(cls)
+        record._standin_fill(value, path, issues)
+        return record
+
+    def _standin_fill(self, data, path, issues):
+        """Set every field from data (wire name first, then Python name)."""
+        used = set()
+        for name, convert, default in self._fields:
+            wire = _standin_camel(name)
+            key = wire if wire in data else name if name in data else None
+            if key is not None:
+                used.add(key)
+                value = data[key]
+                if value is not None or default is not None:
+                    value = convert(value, _standin_pointer(path, wire), issues)
+            elif default is _STANDIN_REQUIRED:
+                issues.append(_standin_issue(_standin_pointer(path, wire), "missing", "Field required"))
+                value = None
+            else:
+                value = default.copy() if isinstance(default, (list, dict)) else default
+            self.__dict__[name] = value
+        self.__dict__["model_extra"] = {k: v for k, v in data.items() if k not in used}
+
+    def __getattr__(self, name):
+        extra = self.__dict__.get("model_extra", {})
+        if name in extra:
+            return extra[name]
+        raise AttributeError("%r object has no attribute %r" % (type(self).__name__, name))
+
+    def _standin_items(self):
+        """(name, value) for declared fields then extra fields."""
+        items = [(name, self.__dict__[name]) for name, _, _ in self._fields]
+        return items + list(self.model_extra.items())
+
+    def to_wire(self):
+        """camelCase dict, None values dropped, extra fields kept, nested records too."""
+        wire = {_standin_camel(name): self.__dict__[name] for name, _, _ in self._fields}
+        wire.update(self.model_extra)
+        return {key: _standin_to_wire(value) for key, value in wire.items() if value is not None}
+
+    def __eq__(self, other):
+        if type(other) is not type(self):
+            return NotImplemented
+        return self._standin_items() == other._standin_items()
+
+    __hash__ = None
+
+    def __repr__(self):
+        shown = ", ".join("%s=%r" % item for item in self._standin_items())
+        return "%s(%s)" % (type(self).__name__, shown)
+
+
+def _standin_to_wire(value):
+    """Wire form of a field value: records become dicts, lists map item-wise."""
+    if isinstance(value, _StandinRecord):
+        return value.to_wire()
+    if isinstance(value, list):
+        return [_standin_to_wire(item) for item in value]
+    return value
+
+
+class ToolCallRecord(_StandinRecord):
+    """A tool call the agent made (trace.tool_calls)."""
+    _fields = (("tool_id", _standin_str, _STANDIN_REQUIRED), ("tool_name", _standin_str, _STANDIN_REQUIRED),
+               ("arguments", _standin_dict, {}), ("at", _standin_str, _STANDIN_REQUIRED))
+
+
+class ToolResultRecord(_StandinRecord):
+    """A tool result the agent saw (trace.tool_results)."""
+    _fields = (("tool_call_id", _standin_str, _STANDIN_REQUIRED), ("output", _standin_any, None),
+               ("at", _standin_str, _STANDIN_REQUIRED))
+
+
+class ModelCallRecord(_StandinRecord):
+    """A model call made during the run (trace.model_calls)."""
+    _fields = (("provider_id", _standin_str, _STANDIN_REQUIRED), ("model", _standin_str, _STANDIN_REQUIRED),
+               ("prompt_tokens", _standin_int, _STANDIN_REQUIRED),
+               ("completion_tokens", _standin_int, _STANDIN_REQUIRED), ("at", _standin_str, _STANDIN_REQUIRED))
+
+
+class RunTrace(_StandinRecord):
+    """The run a guardrail check judges (the `trace` of a check-invoke)."""
+    _fields = (
+        ("run_id", _standin_str, _STANDIN_REQUIRED), ("tenant_id", _standin_str, _STANDIN_REQUIRED),
+        ("project_id", _standin_str, None), ("org_id", _standin_str, None),
+        ("agent_id", _standin_str, None), ("flow_id", _standin_str, None),
+        ("output", _standin_str, None),
+        ("tool_calls", _standin_list_of(ToolCallRecord._standin_convert), []),
+        ("tool_results", _standin_list_of(ToolResultRecord._standin_convert), []),
+        ("model_calls", _standin_list_of(ModelCallRecord._standin_convert), []),
+        ("user_input", _standin_str, None), ("retrieved_fact_ids", _standin_list_of(_standin_str), None),
+        ("conversation_id", _standin_str, None), ("turn_number", _standin_int, None),
+        ("total_cost_usd", _standin_float, None), ("duration_ms", _standin_float, None),
+        ("mode", _standin_mode, "runtime"), ("attributes", _standin_dict, None))
+
+
+class CheckResult(_StandinRecord):
+    """A check's verdict: passed, plus optional reason, judge response, attributes."""
+    _fields = (("passed", _standin_bool, _STANDIN_REQUIRED), ("reason", _standin_str, None),
+               ("judge_response", _standin_str, None),
+               ("attributes", _standin_dict, None))
+
+    def __init__(self, passed=_STANDIN_REQUIRED, **fields):
+        if passed is not _STANDIN_REQUIRED:
+            fields["passed"] = passed
+        super().__init__(**fields)
+
+
+# --- Types: JSON Schema dicts, or pydantic when the pack brings it ---------
+
+def _standin_type_adapter():
+    """pydantic 2's TypeAdapter, or None when pydantic 2 is not importable."""
+    try:
+        from pydantic import TypeAdapter
+    except ImportError:
+        return None
+    return TypeAdapter
+
+
+_STANDIN_DICT_TYPES = (dict, Mapping, MutableMapping, typing.Dict, typing.Mapping,
+                       typing.MutableMapping)
+
+
+def _standin_type(t, where, what):
+    """Return (adapter or None, JSON Schema or None) for an input/output/config type.
+
+    None, Any or no annotation: nothing known.  A dict: it is the JSON Schema.
+    Bare dict/Mapping: a plain object.  Other types need pydantic 2 (a
+    parametrised dict type is kept as a plain object without it).
+    """
+    if t is None or t is typing.Any or t is inspect.Parameter.empty:
+        return None, None
+    if isinstance(t, Mapping):
+        return None, dict(t)
+    if isinstance(t, str):
+        raise DefinitionError("%s: cannot resolve the %s annotation %r; pass %s= explicitly"
+                              % (where, what, t, what))
+    if t in _STANDIN_DICT_TYPES:
+        return None, {"type": "object"}
+    type_adapter = _standin_type_adapter()
+    if type_adapter is None:
+        if typing.get_origin(t) in (dict, Mapping, MutableMapping):
+            return None, {"type": "object"}
+        raise DefinitionError(
+            "%s: the %s type %s needs pydantic 2, which is not installed: install it in "
+            "the image or pass a JSON Schema dict" % (where, what, getattr(t, "__name__", repr(t))))
+    try:
+        adapter = type_adapter(t)
+        return adapter, adapter.json_schema()
+    except Exception as exc:
+        raise DefinitionError("%s: cannot derive the %s JSON Schema: %s: %s"
+                              % (where, what, type(exc).__name__, exc)) from exc
+
+
+def _standin_signature(fn, where):
+    """(positional parameter annotations, return annotation), strings resolved where possible."""
+    if not callable(fn):
+        raise DefinitionError("%s: expected a function, got %s" % (where, type(fn).__name__))
+    try:
+        sig = inspect.signature(fn)
+    except (TypeError, ValueError) as exc:
+        raise DefinitionError("%s: cannot read the handler's signature: %s" % (where, exc)) from exc
+    namespace = getattr(inspect.unwrap(fn), "__globals__", {})
+    params = [_standin_resolve(p.annotation, namespace) for p in sig.parameters.values()
+              if p.kind in (p.POSITIONAL_ONLY, p.POSITIONAL_OR_KEYWORD)]
+    return params, _standin_resolve(sig.return_annotation, namespace)
+
+
+def _standin_resolve(annotation, namespace):
+    """Evaluate a string annotation (from __future__ annotations) in the handler's globals."""
+    if not isinstance(annotation, str):
+        return annotation
+    try:
+        return eval(annotation, dict(namespace))
+    except Exception:
+        return annotation
+
+
+def _standin_is_async(fn):
+    """True for coroutine functions and objects whose __call__ is one."""
+    return inspect.iscoroutinefunction(fn) or inspect.iscoroutinefunction(
+        getattr(fn, "__call__", None))
+
+
+def _standin_check_id(value, where):
+    if not isinstance(value, str) or not value:
+        raise DefinitionError("%s: id must be a non-empty string, got %r" % (where, value))
+
+
+def _standin_caller_module(depth):
+    """__name__ of the module of the frame `depth` levels above the calling function."""
+    return sys._getframe(depth + 1).f_globals.get("__name__", "")
+
+
+# --- Tools ------------------------------------------------------------------
+
+@dataclasses.dataclass(eq=False)
+class Tool:
+    """A tool: its handler plus what the service needs to call it."""
+    id: str
+    handler: typing.Callable
+    description: str
+    version: typing.Optional[str]
+    input_schema: typing.Any
+    output_schema: typing.Any
+    input_type: typing.Any
+    output_type: typing.Any
+    takes_context: bool
+    is_async: bool
+    effects: typing.Sequence = ()
+    mutating: typing.Optional[bool] = None
+    needs_approval_when_unattended: typing.Optional[bool] = None
+    needs: typing.Any = None
+    needs_spec: typing.Any = None
+    sandbox: typing.Optional[str] = None
+    limits: typing.Any = None
+    network: typing.Any = None
+    spec: typing.Any = None
+    module: str = ""
+    _input_adapter: typing.Any = dataclasses.field(default=None, repr=False)
+    _output_adapter: typing.Any = dataclasses.field(default=None, repr=False)
+
+    def __call__(self, *args, **kwargs):
+        return self.handler(*args, **kwargs)
+
+    def parse_input(self, value):
+        """The handler's input: validated into the input type, or the value as is."""
+        if self._input_adapter is None:
+            return value
+        return self._input_adapter.validate_python(value)
+
+    def dump_output(self, value):
+        """JSON-mode, by-alias dump of typed output; other values unchanged."""
+        if self._output_adapter is not None:
+            return self._output_adapter.dump_python(value, mode="json", by_alias=True,
+                                                    warnings=False)
+        if callable(getattr(value, "model_dump", None)):
+            return value.model_dump(mode="json", by_alias=True)
+        return value
+
+    def invoke_args(self, value, ctx):
+        """Positional arguments for the handler: (input,) or (input, ctx)."""
+        return (value, ctx) if self.takes_context else (value,)
+
+
+def _standin_make_tool(handler, id, description, version, input, output, module, **extra):
+    """Build a Tool, deriving schemas, adapters and the calling convention."""
+    where = "Tool %r" % (id,)
+    _standin_check_id(id, where)
+    if version is not None and not isinstance(version, str):
+        raise DefinitionError("%s: version must be a string, got %r" % (where, version))
+    params, returns = _standin_signature(handler, where)
+    if len(params) not in (1, 2):
+        raise DefinitionError("%s: the handler takes (input) or (input, ctx), not %d "
+                              "positional parameters" % (where, len(params)))
+    input_type = params[0] if input is None else input
+    output_type = returns if output is None else output
+    input_adapter, input_schema = _standin_type(input_type, where, "input")
+    output_adapter, output_schema = _standin_type(output_type, where, "output")
+    if description is None:
+        description = inspect.getdoc(handler) or ""
+    return Tool(id=id, handler=handler, description=description, version=version,
+                input_schema=input_schema, output_schema=output_schema,
+                input_type=None if input_type is inspect.Parameter.empty else input_type,
+                output_type=None if output_type is inspect.Signature.empty else output_type,
+                takes_context=len(params) == 2, is_async=_standin_is_async(handler),
+                module=module or _standin_caller_module(2), _input_adapter=input_adapter,
+                _output_adapter=output_adapter, **extra)
+
+
+def _standin_tool(*, id, version=None, description=None, input=None, output=None, effects=(),
+                  mutating=None, needs_approval_when_unattended=None, needs=None,
+                  needs_spec=None, sandbox=None, limits=None, network=None):
+    """Decorator: turn `def handler(input[, ctx])` into a Tool (`kindgi.tool`)."""
+    def decorate(handler):
+        return _standin_make_tool(
+            handler, id, description, version, input, output,
+            getattr(handler, "__module__", None), effects=tuple(effects), mutating=mutating,
+            needs_approval_when_unattended=needs_approval_when_unattended, needs=needs,
+            needs_spec=needs_spec, sandbox=sandbox, limits=limits, network=network)
+    return decorate
+
+
+def _standin_http_tool(*, id, description, input, output, method, url_template, headers=None,
+                       authorization=None, request_body=None, timeout_ms=None, parse_json=None,
+                       success_status=None, version=None, effects=(), mutating=None,
+                       needs_approval_when_unattended=None):
+    """An HTTP tool: data for the Kindgi runtime; its handler refuses to run here."""
+    http = {"method": method, "url_template": url_template, "headers": headers,
+            "authorization": authorization, "request_body": request_body,
+            "timeout_ms": timeout_ms, "parse_json": parse_json, "success_status": success_status}
+    spec = {"kind": "http"}
+    spec.update((_standin_camel(k), v) for k, v in http.items() if v is not None)
+
+    def runs_in_kindgi(input):
+        raise RuntimeError("Tool %r is an HTTP tool: the Kindgi runtime sends its request; "
+                           "it cannot be run from Python" % (id,))
+
+    return _standin_make_tool(
+        runs_in_kindgi, id, description, version, input, output, _standin_caller_module(1),
+        effects=tuple(effects), mutating=mutating,
+        needs_approval_when_unattended=needs_approval_when_unattended, spec=spec)
+
+
+# --- Guardrails ---------------------------------------------------------------
+
+@dataclasses.dataclass(eq=False)
+class Guardrail:
+    """A guardrail: its check function plus how to parse its config and trace."""
+    id: str
+    check: typing.Callable
+    check_id: str
+    kind: str
+    action: typing.Any
+    name: typing.Optional[str] = None
+    severity: typing.Optional[str] = None
+    scope: typing.Any = None
+    config: typing.Any = None
+    config_schema: typing.Any = None
+    config_type: typing.Any = None
+    trace_is_model: bool = True
+    is_async: bool = False
+    sandbox: typing.Optional[str] = None
+    limits: typing.Any = None
+    network: typing.Any = None
+    module: str = ""
+    _config_adapter: typing.Any = dataclasses.field(default=None, repr=False)
+
+    def __call__(self, config, trace):
+        return self.check(config, trace)
+
+    def parse_config(self, value):
+        """The check's config: validated into its type, or a plain dict."""
+        if self._config_adapter is None:
+            return dict(value)
+        return self._config_adapter.validate_python(value)
+
+    def parse_trace(self, value):
+        """A RunTrace (TraceInvalid on failure), or the raw value for other annotations."""
+        return RunTrace.from_wire(value) if self.trace_is_model else value
+
+
+def _standin_trace_is_model(annotation):
+    """True when the trace parameter is unannotated or annotated RunTrace."""
+    if isinstance(annotation, str):
+        return annotation.rpartition(".")[2] == "RunTrace"
+    return annotation is inspect.Parameter.empty or annotation is RunTrace
+
+
+def _standin_guardrail(*, id, kind="zero-llm", on_violation=None, action=None, name=None,
+                       severity=None, scope=None, check_id=None, config=None, config_type=None,
+                       sandbox=None, limits=None, network=None):
+    """Decorator: turn `def check(config, trace)` into a Guardrail (`kindgi.guardrail`)."""
+    where = "Guardrail %r" % (id,)
+    _standin_check_id(id, where)
+    check_id = check_id or id
+    if check_id in RESERVED_CHECK_IDS:
+        raise DefinitionError("%s: check id %r belongs to a built-in check, which a pack "
+                              "cannot replace; choose another check_id" % (where, check_id))
+    if action is None:
+        action = {"on-violation": on_violation} if on_violation is not None else {}
+
+    def decorate(check):
+        params, _ = _standin_signature(check, where)
+        if len(params) != 2:
+            raise DefinitionError("%s: the check takes (config, trace), not %d positional "
+                                  "parameters" % (where, len(params)))
+        wanted = params[0] if config_type is None else config_type
+        adapter, schema = _standin_type(wanted, where, "config")
+        return Guardrail(
+            id=id, check=check, check_id=check_id, kind=kind, action=dict(action), name=name,
+            severity=severity, scope=scope, config=config, config_schema=schema,
+            config_type=None if wanted is inspect.Parameter.empty else wanted,
+            trace_is_model=_standin_trace_is_model(params[1]), is_async=_standin_is_async(check),
+            sandbox=sandbox, limits=limits, network=network,
+            module=getattr(check, "__module__", None) or _standin_caller_module(1),
+            _config_adapter=adapter)
+    return decorate
+
+
+# --- Agents and flows (data only) -------------------------------------------
+
+class _StandinDefinition:
+    """Base of Agent and Flow: checks the id and records the defining module."""
+
+    def __post_init__(self):
+        _standin_check_id(self.id, "%s %r" % (type(self).__name__, self.id))
+        if not self.module:
+            self.module = _standin_caller_module(2)
+
+
+@dataclasses.dataclass
+class Agent(_StandinDefinition):
+    """An agent definition; the pack service only needs it to import."""
+    id: str
+    version: str
+    name: str
+    instructions: typing.Any
+    capabilities: typing.Sequence = ()
+    tools: typing.Sequence = ()
+    retrieval: typing.Sequence = ()
+    guardrails: typing.Sequence = ()
+    parameters: typing.Sequence = ()
+    budget: typing.Any = None
+    preferred_provider: typing.Optional[str] = None
+    preferred_model: typing.Optional[str] = None
+    description: typing.Optional[str] = None
+    tags: typing.Any = None
+    conversation_policy: typing.Any = None
+    output: typing.Any = None
+    tool_errors: typing.Any = None
+    settings: typing.Sequence = ()
+    model_settings: typing.Any = None
+    memory: typing.Any = None
+    module: str = dataclasses.field(default="", repr=False)
+
+
+@dataclasses.dataclass
+class Flow(_StandinDefinition):
+    """A flow definition; the pack service only needs it to import."""
+    id: str
+    version: str
+    nodes: typing.Sequence
+    edges: typing.Sequence
+    name: typing.Optional[str] = None
+    description: typing.Optional[str] = None
+    max_parallelism: typing.Optional[int] = None
+    metadata: typing.Any = None
+    output: typing.Any = None
+    module: str = dataclasses.field(default="", repr=False)
+
+
+# --- Installing the modules -------------------------------------------------
+
+_standin_installed = {}
+
+
+def _standin_module(name, attrs, doc):
+    """A module object that the import system treats as already imported."""
+    is_package = "." not in name or name == "kindgi.pack"
+    module = types.ModuleType(name, doc)
+    module.__spec__ = importlib.machinery.ModuleSpec(name, None, is_package=is_package)
+    module.__loader__ = None
+    module.__package__ = name if is_package else name.rpartition(".")[0]
+    if is_package:
+        module.__path__ = []
+    module.__dict__.update(attrs)
+    return module
+
+
+def install_standin(get_logger=None):
+    """Register the stand-in `kindgi` modules in sys.modules; return `kindgi`.
+
+    get_logger(subsystem, **bindings) supplies `kindgi.log.get_logger`
+    loggers (default: no-op).  Installing again replaces an earlier stand-in.
+    """
+    factory = get_logger or (lambda subsystem, **bindings: _STANDIN_NOOP_LOGGER)
+
+    def standin_get_logger(subsystem="pack", /, **bindings):
+        """A logger for pack code, from the service's log factory."""
+        return factory(subsystem, **bindings)
+
+    remove_standin()
+    context = {"ToolContext": ToolContext, "Cancellation": Cancellation,
+               "CallCancelled": CallCancelled}
+    trace = {"RunTrace": RunTrace, "ToolCallRecord": ToolCallRecord,
+             "ToolResultRecord": ToolResultRecord, "ModelCallRecord": ModelCallRecord,
+             "CheckResult": CheckResult}
+    define = {"tool": _standin_tool, "guardrail": _standin_guardrail,
+              "http_tool": _standin_http_tool, "Tool": Tool, "Guardrail": Guardrail,
+              "Agent": Agent, "Flow": Flow, "DefinitionError": DefinitionError,
+              "RESERVED_CHECK_IDS": RESERVED_CHECK_IDS, "CheckResult": CheckResult,
+              "RunTrace": RunTrace, "ToolContext": ToolContext}
+    modules = {
+        "kindgi.pack.context": _standin_module("kindgi.pack.context", context, "Call context."),
+        "kindgi.pack.trace": _standin_module("kindgi.pack.trace", trace, "Trace records."),
+        "kindgi.pack.define": _standin_module("kindgi.pack.define", define, "Definitions."),
+        "kindgi.log": _standin_module("kindgi.log", {"get_logger": standin_get_logger},
+                                      "Logging for pack code."),
+    }
+    modules["kindgi.pack"] = _standin_module("kindgi.pack", {
+        "context": modules["kindgi.pack.context"], "trace": modules["kindgi.pack.trace"],
+        "define": modules["kindgi.pack.define"]}, "Pack primitives.")
+    top = dict(define, **context, **trace)
+    del top["RESERVED_CHECK_IDS"]
+    top.update(__version__=STANDIN_VERSION, pack=modules["kindgi.pack"], log=modules["kindgi.log"])
+    modules["kindgi"] = _standin_module("kindgi", top, "Stand-in for the Kindgi SDK "
+                                        "(kindgi_pack_min, no SDK installed).")
+    _standin_installed.update(modules)
+    sys.modules.update(modules)
+    return modules["kindgi"]
+
+
+def remove_standin():
+    """Remove stand-in modules from sys.modules (modules of a real SDK are left alone)."""
+    for name, module in list(_standin_installed.items()):
+        if sys.modules.get(name) is module:
+            del sys.modules[name]
+    _standin_installed.clear()
 
 
 if __name__ == "__main__":

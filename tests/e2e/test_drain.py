@@ -203,6 +203,43 @@ def test_signal_while_a_record_is_being_written_still_stops(pack_index):
             proc.wait(10)
 
 
+SLOW_SECOND_START = '''
+import os, time
+starts = os.path.join(os.path.dirname(os.path.abspath(__file__)), "starts")
+with open(starts, "a") as f:
+    f.write("%d\\n" % os.getpid())
+with open(starts) as f:
+    if len(f.read().split()) == 2:
+        open(starts + "-second", "w").close()
+        time.sleep(1.0)
+'''
+
+
+def test_signal_while_the_service_re_executes_is_not_lost(launcher, pack_index, tmp_path):
+    """A signal that comes while the re-executed interpreter starts must still stop the service.
+
+    A ``sitecustomize`` makes the second interpreter start of the process
+    (the re-exec that hides the token) take a second; the signal comes in
+    that second, before the new image can have installed its handlers.
+    Blocking the signals across ``execve`` keeps it pending until they are.
+    """
+    site = tmp_path / "site"
+    site.mkdir()
+    (site / "sitecustomize.py").write_text(SLOW_SECOND_START)
+    python_path = os.pathsep.join(filter(None, [str(site), os.environ.get("PYTHONPATH")]))
+    service = launcher.start(pack_index, env={"PYTHONPATH": python_path}, expect_listening=False)
+    deadline = time.monotonic() + 10
+    while not (site / "starts-second").exists() and time.monotonic() < deadline:
+        if service.records_of("listening"):
+            pytest.skip("the service does not re-execute itself")
+        time.sleep(0.01)
+    assert (site / "starts-second").exists(), service.raw_stderr
+    service.signal(signal.SIGTERM)
+    code, _ = wait_exit_after(service, time.monotonic())
+    assert code == 0, "the signal killed the process before its handlers were in place"
+    assert service.records_of("listening") == []
+
+
 def test_handler_past_its_deadline_no_longer_holds_the_drain(launcher, pack_index, tmp_path):
     """The deadline answers the call and frees its slot; the handler's thread can't keep the process."""
     service = launcher.start(pack_index)

@@ -11,6 +11,7 @@ token, not even when pack code logs or prints it.
 """
 
 import json
+import os
 
 import pytest
 
@@ -272,3 +273,57 @@ def test_one_dropped_variable_is_named_in_the_singular(launcher, pack_index):
     assert record["names"] == ["ONLY_ONE_UNDECLARED"]
     assert record["message"] == ("Dropped a variable the pack doesn't declare: ONLY_ONE_UNDECLARED "
                                  "(declare them in the pack's env, or set KINDGI_PACK_ENV_FILTER=off)")
+
+
+# -- the fallback: re-executing the interpreter ----------------------------------
+
+NO_CTYPES_AT_FIRST_START = '''
+import os, sys, time
+log = os.path.join(os.path.dirname(os.path.abspath(__file__)), "starts")
+with open(log, "a") as f:
+    f.write("%d\\n" % os.getpid())
+with open(log) as f:
+    starts = len(f.read().split())
+if starts == 1:
+    sys.modules["ctypes"] = None    # as on a CPython built without _ctypes
+elif starts == 2 and os.environ.get("KINDGI_TEST_SLOW_RESTART"):
+    open(log + "-restarting", "w").close()
+    time.sleep(1.0)
+'''
+
+
+def without_ctypes_at_first_start(folder, slow_restart=False):
+    """Service env whose first interpreter start can't import ctypes: the token must go by re-exec.
+
+    A ``sitecustomize`` on PYTHONPATH does it, and logs each interpreter
+    start of the process in ``folder/starts``; with ``slow_restart`` the
+    second start (the re-exec) takes a second and says so in
+    ``folder/starts-restarting``.
+    """
+    folder.mkdir(exist_ok=True)
+    (folder / "sitecustomize.py").write_text(NO_CTYPES_AT_FIRST_START)
+    env = {"PYTHONPATH": os.pathsep.join(filter(None, [str(folder), os.environ.get("PYTHONPATH")]))}
+    if slow_restart:
+        env["KINDGI_TEST_SLOW_RESTART"] = "1"
+    return env
+
+
+def test_without_ctypes_the_service_re_executes_and_still_hides_everything(launcher, pack_index, tmp_path):
+    env = dict(input_environment(), **without_ctypes_at_first_start(tmp_path / "site"))
+    service = launcher.start(pack_index, env=env)
+    starts = (tmp_path / "site" / "starts").read_text().split()
+    assert starts == [str(service.proc.pid)] * 2, "the service did not re-execute itself"
+    output = probe(service)
+    seen = json.dumps(output)
+    assert TOKEN not in seen and "KINDGI_PACK_SERVICE_TOKEN" not in seen
+    for value in EXTRA_DROPPED.values():
+        assert value not in seen
+    assert output["cmdline"].split("\0")[-3:-1] == ["--index", str(pack_index)]
+    assert service.records_of("token-exposed") == []
+    assert service.wait_record("env-dropped")["names"] == sorted(EXTRA_DROPPED)
+    assert filtered_names_ok(output)
+
+
+def filtered_names_ok(output):
+    return set(output["environ"]) == set(EXTRA_KEPT) | set(platform_values()) | set(HARNESS_NAMES) | {
+        "KINDGI_LOG_FORMAT", "PYTHONDONTWRITEBYTECODE", "PYTHONPATH"}
