@@ -1781,7 +1781,7 @@ class PackRequestHandler(BaseHTTPRequestHandler):
         # The watchman answered (deadline) or the caller left: this connection is finished.
         self.close_connection = True
         call.wait_answered(SOCKET_SECONDS)
-        if call.target == "tool" and call.outcome == "deadline-exceeded":
+        if call.target == "tool" and answer is not None:  # None: its async task was cancelled
             service.records.write("warn", "%s %s finished %d ms after its call ended"
                                   % (call.target, call.target_id, call.elapsed_ms()),
                                   event="handler-finished-late",

@@ -22,6 +22,7 @@ import time
 import pytest
 
 from conftest import PYTHON, SERVICE, PackWriter, service_env
+from test_token import without_ctypes_at_first_start
 
 DRAIN_LIMIT = 9.0      # the contract: exit 0 within 9 s of the signal
 DRAIN_SECONDS = 8.0    # how long the service waits for calls in flight
@@ -203,37 +204,22 @@ def test_signal_while_a_record_is_being_written_still_stops(pack_index):
             proc.wait(10)
 
 
-SLOW_SECOND_START = '''
-import os, time
-starts = os.path.join(os.path.dirname(os.path.abspath(__file__)), "starts")
-with open(starts, "a") as f:
-    f.write("%d\\n" % os.getpid())
-with open(starts) as f:
-    if len(f.read().split()) == 2:
-        open(starts + "-second", "w").close()
-        time.sleep(1.0)
-'''
-
-
 def test_signal_while_the_service_re_executes_is_not_lost(launcher, pack_index, tmp_path):
     """A signal that comes while the re-executed interpreter starts must still stop the service.
 
-    A ``sitecustomize`` makes the second interpreter start of the process
-    (the re-exec that hides the token) take a second; the signal comes in
-    that second, before the new image can have installed its handlers.
-    Blocking the signals across ``execve`` keeps it pending until they are.
+    Without ctypes the service hides its token by re-executing itself; here
+    that second start takes a second, and the signal comes in it, before the
+    new image can have installed its handlers.  Blocking the two signals
+    across ``execve`` (the mask is inherited) keeps the signal pending until
+    the handlers are in place.
     """
     site = tmp_path / "site"
-    site.mkdir()
-    (site / "sitecustomize.py").write_text(SLOW_SECOND_START)
-    python_path = os.pathsep.join(filter(None, [str(site), os.environ.get("PYTHONPATH")]))
-    service = launcher.start(pack_index, env={"PYTHONPATH": python_path}, expect_listening=False)
+    service = launcher.start(pack_index, env=without_ctypes_at_first_start(site, slow_restart=True),
+                             expect_listening=False)
     deadline = time.monotonic() + 10
-    while not (site / "starts-second").exists() and time.monotonic() < deadline:
-        if service.records_of("listening"):
-            pytest.skip("the service does not re-execute itself")
+    while not (site / "starts-restarting").exists() and time.monotonic() < deadline:
         time.sleep(0.01)
-    assert (site / "starts-second").exists(), service.raw_stderr
+    assert (site / "starts-restarting").exists(), service.raw_stderr
     service.signal(signal.SIGTERM)
     code, _ = wait_exit_after(service, time.monotonic())
     assert code == 0, "the signal killed the process before its handlers were in place"

@@ -1,0 +1,99 @@
+"""When the real ``kindgi`` SDK is importable, the service uses its objects.
+
+The SDK (kindgi 0.1.10, Python 3.11+, with pydantic) goes into a throwaway
+venv under the system temp folder, made once and reused; never into the
+project.  Without a registry to install from, the test skips and says why.
+Runs only on the main interpreter (the SDK needs 3.11+).
+"""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+import tempfile
+from pathlib import Path
+
+import pytest
+
+SDK_VENV = Path(tempfile.gettempdir()) / "kindgi-pack-min-sdk-venv"
+SDK_VERSION = "0.1.10"
+
+pytestmark = pytest.mark.skipif(
+    bool(os.environ.get("KINDGI_TEST_PYTHON")) or sys.version_info < (3, 11),
+    reason="the real SDK needs Python 3.11+; proved once, on the main interpreter")
+
+
+def sdk_python():
+    """The venv's python with kindgi installed, or a skip with the reason."""
+    python = SDK_VENV / "bin" / "python"
+    probe = [str(python), "-c", "import kindgi, sys; sys.exit(kindgi.__version__ != %r)" % SDK_VERSION]
+    if python.exists() and subprocess.call(probe, stderr=subprocess.DEVNULL) == 0:
+        return python
+    try:
+        subprocess.run([sys.executable, "-m", "venv", str(SDK_VENV)], check=True, timeout=120,
+                       stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
+        subprocess.run([str(python), "-m", "pip", "install", "--quiet", "kindgi==%s" % SDK_VERSION],
+                       check=True, timeout=300, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
+    except (subprocess.SubprocessError, OSError) as exc:
+        pytest.skip("could not install kindgi==%s into %s: %s" % (SDK_VERSION, SDK_VENV, exc))
+    return python
+
+
+SDK_PACK = '''
+from pydantic import BaseModel, Field
+
+import kindgi
+from kindgi import CheckResult, RunTrace, ToolContext, guardrail, tool
+
+
+class Order(BaseModel):
+    item: str = Field(min_length=1)
+    quantity: int = 1
+
+
+@tool(id="which-sdk", version="1.0.0", description="Says which kindgi it runs on.")
+def which_sdk(input: Order, ctx: ToolContext) -> dict:
+    return {"standin": "pack-min" in kindgi.__version__, "module": type(ctx).__module__,
+            "item": input.item, "quantity": input.quantity, "tenant": ctx.tenant_id}
+
+
+@guardrail(id="short", on_violation="block")
+def short(config: dict, trace: RunTrace) -> CheckResult:
+    return CheckResult(passed=len(trace.output or "") <= config["max"], judge_response="len")
+'''
+
+
+@pytest.fixture(scope="module")
+def sdk_service(module_launcher, tmp_path_factory):
+    from conftest import PackWriter
+    pack = PackWriter(tmp_path_factory.mktemp("sdk") / "pack")
+    pack.module("tools/sdk_pack.py", SDK_PACK)
+    pack.tool("which-sdk", "tools/sdk_pack.py", version="1.0.0",
+              input={"type": "object", "properties": {"item": {"type": "string"},
+                                                      "quantity": {"type": "integer", "default": 2}}})
+    pack.guardrail("short", "tools/sdk_pack.py", config_schema={"type": "object", "required": ["max"]})
+    return module_launcher.start(pack.write(), python=str(sdk_python()))
+
+
+def test_the_real_sdk_objects_are_used(sdk_service):
+    response = sdk_service.call_tool("which-sdk", {"item": "tea"})
+    assert response.status == 200, response
+    assert response.json == {"v": 2, "kind": "result", "output": {
+        "standin": False, "module": "kindgi.pack.context", "item": "tea", "quantity": 2,
+        "tenant": "tenant-1"}}
+
+
+def test_a_pydantic_failure_under_the_real_sdk_is_input_validation_failed(sdk_service):
+    response = sdk_service.call_tool("which-sdk", {"item": ""})
+    body = response.json
+    assert body["code"] == "input-validation-failed", body
+    assert body["issues"][0]["instancePath"] == "/item"
+    assert body["issues"][0]["keyword"] == "string_too_short"
+
+
+def test_a_check_under_the_real_sdk(sdk_service):
+    response = sdk_service.call_check("short", config={"max": 3},
+                                      trace={"runId": "r", "tenantId": "t", "output": "too long"})
+    assert response.json == {"v": 2, "kind": "check-result",
+                             "result": {"passed": False, "judgeResponse": "len"}}
