@@ -39,7 +39,15 @@ deadlines, the HTTP layer, and the process.
 
 from __future__ import annotations
 
-import dataclasses
+import signal
+import sys
+
+if __name__ == "__main__":
+    # Hold SIGTERM and SIGINT until main() has handlers for them: a held signal
+    # waits, where an unhandled one kills the service (or, as PID 1, is ignored).
+    signal.pthread_sigmask(signal.SIG_BLOCK, {signal.SIGTERM, signal.SIGINT})
+
+import dataclasses  # noqa: E402  (the imports below take time the signals must not be lost in)
 import functools
 import hashlib
 import hmac
@@ -51,10 +59,8 @@ import os
 import re
 import secrets as _secrets
 import selectors
-import signal
 import socket
 import socketserver
-import sys
 import threading
 import time
 import traceback
@@ -514,8 +520,10 @@ def reexec_with(env, token, dropped, argv):
     try:
         sys.stdout.flush()
         sys.stderr.flush()
+        signal.pthread_sigmask(signal.SIG_BLOCK, STOP_SIGNALS)  # held across exec, handled by the new image
         os.execve(sys.executable, [sys.executable] + interpreter_flags() + [program] + list(argv[1:]), env)
     except OSError:
+        signal.pthread_sigmask(signal.SIG_UNBLOCK, STOP_SIGNALS)
         os.close(read_end)
 
 
@@ -1977,6 +1985,9 @@ class PackHTTPServer(ThreadingHTTPServer):
 # The process: boot, serve, drain, exit
 # ---------------------------------------------------------------------------
 
+STOP_SIGNALS = {signal.SIGTERM, signal.SIGINT}
+
+
 class Lifecycle:
     """SIGTERM and SIGINT: the first drains, the second ends the drain at once.
 
@@ -1993,8 +2004,9 @@ class Lifecycle:
         self.wake_r, self.wake_w = os.pipe()
         os.set_blocking(self.wake_w, False)
         threading.Thread(target=self._run, name="lifecycle", daemon=True).start()
-        for signum in (signal.SIGTERM, signal.SIGINT):
+        for signum in STOP_SIGNALS:
             signal.signal(signum, self._on_signal)
+        signal.pthread_sigmask(signal.SIG_UNBLOCK, STOP_SIGNALS)  # held since the start, if at all
 
     def _on_signal(self, signum, frame):
         try:

@@ -33,9 +33,13 @@ FIXED_TIME = (1980, 1, 1, 0, 0, 0)  # the earliest time a zip entry can hold
 
 MAIN = b'''"""Entry point of kindgi_pack_min.pyz: run the pack service."""
 
+import signal
 import sys
 
-import kindgi_pack_min
+# Hold SIGTERM and SIGINT while the service loads; main() installs their handlers.
+signal.pthread_sigmask(signal.SIG_BLOCK, {signal.SIGTERM, signal.SIGINT})
+
+import kindgi_pack_min  # noqa: E402
 
 sys.exit(kindgi_pack_min.main())
 '''

@@ -5,8 +5,10 @@ Real signals to a real process.  The first signal flips readiness to 503
 keeps ``/healthz`` and ``/v1/info`` answering, lets the calls in flight
 finish and be answered, then writes ``stopped`` and exits 0 - within 8 s
 even when a sync handler never returns.  A second signal ends the drain at
-once.  The last test runs the service as PID 1 of a new PID namespace, where
-a signal without a handler would simply be ignored.
+once.  A signal is never lost: not during boot, not while the main thread
+is stuck writing a record, not while the interpreter re-executes itself.
+The last test runs the service as PID 1 of a new PID namespace, where a
+signal without a handler would simply be ignored.
 
 Each test needs a service of its own (the signal ends it); the stuck-handler
 test takes the full 8 s drain by design.

@@ -239,6 +239,12 @@ def test_pretty_format_writes_lines_that_are_not_json(launcher, pack_index):
     assert pretty.records == []
 
 
+def test_auto_format_writes_json_when_stderr_is_not_a_terminal(launcher, pack_index):
+    code, checked = launcher.run(["--check", "--index", pack_index], env={"KINDGI_LOG_FORMAT": "auto"})
+    assert code == 0
+    assert checked.raw_stderr and len(checked.records) == len(checked.raw_stderr)
+
+
 @pytest.mark.parametrize("name, value, message", [
     ("KINDGI_LOG_LEVEL", "loud",
      'KINDGI_LOG_LEVEL must be one of error, warn, info, debug, trace, got "loud".'),
