@@ -139,8 +139,9 @@ class Records:
 
     JSON by default (``pretty`` for a human at a terminal).  Lifecycle records
     pass whatever the level; others are filtered by the level of their
-    subsystem (``KINDGI_LOG_LEVELS``), else ``KINDGI_LOG_LEVEL``.  The service
-    token never appears; fields from pack code are redacted by ``PackLogger``.
+    subsystem (``KINDGI_LOG_LEVELS``), else ``KINDGI_LOG_LEVEL``.  No record
+    carries the token or a request's headers; fields from pack code are
+    redacted by ``PackLogger``.
     """
 
     def __init__(self, fd=2, level="info", levels=None, pretty=False):
@@ -148,7 +149,6 @@ class Records:
         self.rank = LEVELS.index(level)
         self.ranks = {name: LEVELS.index(lv) for name, lv in (levels or {}).items()}
         self.pretty = pretty
-        self.scrub = ()
         self.lock = threading.Lock()
 
     def enabled(self, level, subsystem="pack"):
@@ -181,8 +181,6 @@ class Records:
                 record[key] = value
         line = self._pretty(record) if self.pretty else json.dumps(
             record, ensure_ascii=False, separators=(",", ":"), default=repr)
-        for secret in self.scrub:
-            line = line.replace(secret, "[redacted]")
         data = (line + "\n").encode("utf-8", "backslashreplace")
         locked = self.lock.acquire(timeout=lock_timeout)
         try:
@@ -2001,6 +1999,8 @@ class Lifecycle:
     def __init__(self):
         self.records = None
         self.service = None
+        self.stopping = False
+        self.lock = threading.Lock()   # orders ``listening`` and ``stopped``
         self.wake_r, self.wake_w = os.pipe()
         os.set_blocking(self.wake_w, False)
         threading.Thread(target=self._run, name="lifecycle", daemon=True).start()
@@ -2033,6 +2033,8 @@ class Lifecycle:
         The last words go from a thread of their own, given two seconds: a
         stderr nobody reads must not keep the process alive.
         """
+        with self.lock:
+            self.stopping = True
         last_words = threading.Thread(target=self._last_words, daemon=True)
         last_words.start()
         last_words.join(2.0)
@@ -2112,9 +2114,12 @@ def serve(config, records, service, lifecycle):
     lifecycle.service = service
     index = service.pack.index
     port = server.server_address[1]
-    records.write("info", "Listening on port %d" % port, event="listening", always=True,
-                  fields={"port": port, "host": host, "packId": index.pack_id,
-                          "artifactVersion": index.artifact_version})
+    with lifecycle.lock:
+        if lifecycle.stopping:
+            return 0   # a signal came during the boot: never say `listening` after `stopped`
+        records.write("info", "Listening on port %d" % port, event="listening", always=True,
+                      fields={"port": port, "host": host, "packId": index.pack_id,
+                              "artifactVersion": index.artifact_version})
     server.serve_forever(poll_interval=0.2)
     return 0
 
@@ -2144,7 +2149,6 @@ def main(argv=None):
         records.write("error", message, event="config-invalid", always=True, fields={"problems": problems})
         return 1
     dropped = handoff["dropped"] if handoff is not None else hide_token(config, environ, argv, records)
-    records.scrub = (config.token,)
     for stream in (sys.stdout, sys.stderr):
         try:
             stream.reconfigure(line_buffering=True)

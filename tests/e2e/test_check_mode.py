@@ -7,6 +7,7 @@ and CI run it.
 """
 
 import json
+import socket
 
 import pytest
 
@@ -39,8 +40,8 @@ def good_pack(folder):
     return pack
 
 
-def run_check(launcher, index, env=None, **kw):
-    return launcher.run(["--check", "--index", index], env=env, timeout=CHECK_SECONDS, **kw)
+def run_check(launcher, index, env=None, args=(), **kw):
+    return launcher.run(["--check", "--index", index] + list(args), env=env, timeout=CHECK_SECONDS, **kw)
 
 
 # -- a pack that boots ----------------------------------------------------------
@@ -52,6 +53,18 @@ def test_check_imports_everything_and_exits_0_without_listening(launcher, tmp_pa
     assert checked.records_of("listening") == []
     assert checked.records_of("boot-failed") == [] and checked.records_of("config-invalid") == []
     assert (tmp_path / "tools" / "imported.log").read_text() == "imported\n"
+
+
+def test_check_never_binds_its_port(launcher, tmp_path):
+    """The port is taken already: a --check that tried to listen would fail to boot."""
+    with socket.socket() as taken:
+        taken.bind(("127.0.0.1", 0))
+        taken.listen(1)
+        port = taken.getsockname()[1]
+        code, checked = run_check(launcher, good_pack(tmp_path).write(), {"PORT": str(port)},
+                                  args=["--host", "127.0.0.1"])
+    assert code == 0, checked.raw_stderr
+    assert checked.records_of("boot-failed") == []
 
 
 def test_check_reports_missing_env_too(launcher, tmp_path):

@@ -14,10 +14,13 @@ Each test needs a service of its own (the signal ends it); the stuck-handler
 test takes the full 8 s drain by design.
 """
 
+import fcntl
 import os
 import shutil
 import signal
+import struct
 import subprocess
+import termios
 import threading
 import time
 
@@ -28,6 +31,7 @@ from test_token import without_ctypes_at_first_start
 
 DRAIN_LIMIT = 9.0      # the contract: exit 0 within 9 s of the signal
 DRAIN_SECONDS = 8.0    # how long the service waits for calls in flight
+F_GETPIPE_SZ = 1032    # fcntl.F_GETPIPE_SZ, named only from Python 3.10 on
 
 PACK_CODE = '''
 import os, time
@@ -108,6 +112,52 @@ def assert_draining_503(response):
     assert response.header("retry-after") == "1"
 
 
+# -- PID 1 of a new PID namespace ------------------------------------------------
+
+UNSHARE = ["unshare", "--pid", "--fork", "--kill-child"]
+
+
+def unshare_or_skip():
+    if shutil.which("unshare") is None:
+        pytest.skip("unshare (util-linux) is not installed")
+    try:
+        probe = subprocess.run(UNSHARE + ["true"], stdout=subprocess.PIPE, stderr=subprocess.PIPE, timeout=10)
+    except (OSError, subprocess.TimeoutExpired) as exc:
+        pytest.skip("unshare can't run here: %s" % exc)
+    if probe.returncode != 0:
+        pytest.skip("unshare --pid is not permitted here: %s" % probe.stderr.decode(errors="replace").strip())
+
+
+def namespace_init(unshare_pid, timeout=5.0):
+    """The host PID of the process unshare forked: PID 1 of the new namespace."""
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        children = []
+        task_dir = "/proc/%d/task" % unshare_pid
+        for task in os.listdir(task_dir):
+            try:
+                with open(os.path.join(task_dir, task, "children")) as f:
+                    children += [int(pid) for pid in f.read().split()]
+            except OSError:
+                pass
+        if not children and shutil.which("pgrep"):
+            found = subprocess.run(["pgrep", "-P", str(unshare_pid)], stdout=subprocess.PIPE)
+            children = [int(pid) for pid in found.stdout.split()]
+        if children:
+            return children[0]
+        time.sleep(0.05)
+    raise AssertionError("unshare %d has no child" % unshare_pid)
+
+
+def namespace_pids(pid):
+    """The PIDs of a process, outermost namespace first (the NSpid line of its status)."""
+    with open("/proc/%d/status" % pid) as f:
+        for line in f:
+            if line.startswith("NSpid:"):
+                return [int(p) for p in line.split()[1:]]
+    return [pid]
+
+
 # -- the drain ------------------------------------------------------------------
 
 @pytest.mark.parametrize("signum", [signal.SIGTERM, signal.SIGINT], ids=["SIGTERM", "SIGINT"])
@@ -164,21 +214,39 @@ time.sleep(30)
 '''
 
 
-def test_signal_during_boot_stops_at_once(launcher, tmp_path):
-    """The handlers are in place before pack code loads: a slow import can't make a signal wait."""
+@pytest.mark.parametrize("as_init", [False, True], ids=["child", "pid-1"])
+def test_signal_during_boot_stops_at_once(launcher, tmp_path, as_init):
+    """The handlers are in place before pack code loads: a slow import can't make a signal wait.
+
+    As PID 1 a signal without a handler would be ignored and the import would go on for 30 s.
+    """
     pack = PackWriter(tmp_path)
     pack.module("tools/slow.py", SLOW_IMPORT)
     pack.tool("slow", "tools/slow.py")
-    service = launcher.start(pack.write(), expect_listening=False)
+    if as_init:
+        unshare_or_skip()
+    service = launcher.start(pack.write(), expect_listening=False, prefix=UNSHARE if as_init else ())
     deadline = time.monotonic() + 10
     while not (tmp_path / "tools" / "importing").exists() and time.monotonic() < deadline:
         time.sleep(0.01)
     assert (tmp_path / "tools" / "importing").exists(), service.raw_stderr
-    service.signal(signal.SIGTERM)
+    os.kill(namespace_init(service.proc.pid) if as_init else service.proc.pid, signal.SIGTERM)
     code, elapsed = wait_exit_after(service, time.monotonic())
     assert code == 0
     assert elapsed < 3.0, "the signal waited for the import"
     assert [r["kind"] for r in service.records] == ["stopped"]
+
+
+def wait_pipe_full(fd, seconds=10.0):
+    """True once the pipe behind ``fd`` holds all it can: its writer is then blocked."""
+    capacity = fcntl.fcntl(fd, F_GETPIPE_SZ)
+    deadline = time.monotonic() + seconds
+    while time.monotonic() < deadline:
+        unread = struct.unpack("i", fcntl.ioctl(fd, termios.FIONREAD, b"\0\0\0\0"))[0]
+        if unread >= capacity:
+            return True
+        time.sleep(0.01)
+    return False
 
 
 def test_signal_while_a_record_is_being_written_still_stops(pack_index):
@@ -192,7 +260,8 @@ def test_signal_while_a_record_is_being_written_still_stops(pack_index):
     proc = subprocess.Popen([PYTHON, str(SERVICE), "--index", str(pack_index)], env=env,
                             stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
     try:
-        time.sleep(1.0)
+        assert wait_pipe_full(proc.stderr.fileno()), "the boot never filled its stderr pipe"
+        time.sleep(0.1)
         proc.send_signal(signal.SIGTERM)
         try:
             stderr = proc.communicate(timeout=10)[1]
@@ -272,50 +341,6 @@ def test_second_signal_ends_the_drain_at_once(launcher, pack_index, tmp_path, se
 
 
 # -- PID 1 ----------------------------------------------------------------------
-
-UNSHARE = ["unshare", "--pid", "--fork", "--kill-child"]
-
-
-def unshare_or_skip():
-    if shutil.which("unshare") is None:
-        pytest.skip("unshare (util-linux) is not installed")
-    try:
-        probe = subprocess.run(UNSHARE + ["true"], stdout=subprocess.PIPE, stderr=subprocess.PIPE, timeout=10)
-    except (OSError, subprocess.TimeoutExpired) as exc:
-        pytest.skip("unshare can't run here: %s" % exc)
-    if probe.returncode != 0:
-        pytest.skip("unshare --pid is not permitted here: %s" % probe.stderr.decode(errors="replace").strip())
-
-
-def namespace_init(unshare_pid, timeout=5.0):
-    """The host PID of the process unshare forked: PID 1 of the new namespace."""
-    deadline = time.monotonic() + timeout
-    while time.monotonic() < deadline:
-        children = []
-        task_dir = "/proc/%d/task" % unshare_pid
-        for task in os.listdir(task_dir):
-            try:
-                with open(os.path.join(task_dir, task, "children")) as f:
-                    children += [int(pid) for pid in f.read().split()]
-            except OSError:
-                pass
-        if not children and shutil.which("pgrep"):
-            found = subprocess.run(["pgrep", "-P", str(unshare_pid)], stdout=subprocess.PIPE)
-            children = [int(pid) for pid in found.stdout.split()]
-        if children:
-            return children[0]
-        time.sleep(0.05)
-    raise AssertionError("unshare %d has no child" % unshare_pid)
-
-
-def namespace_pids(pid):
-    """The PIDs of a process, outermost namespace first (the NSpid line of its status)."""
-    with open("/proc/%d/status" % pid) as f:
-        for line in f:
-            if line.startswith("NSpid:"):
-                return [int(p) for p in line.split()[1:]]
-    return [pid]
-
 
 def test_pid_1_in_a_new_pid_namespace_drains_on_sigterm(launcher, pack_index, tmp_path):
     unshare_or_skip()

@@ -86,16 +86,17 @@ def mark_call(service, path, tenant_id=TENANT, headers=PINNED, run_id="run-1", *
 
 WRONG_HEADERS = [{}, {"kindgi-tenant-id": "tenant-b"}, {"kindgi-tenant-id": "Tenant-A"},
                  {"kindgi-tenant-id": "tenant-a-2"}, {"kindgi-tenant-id": ""}]
+WRONG_IDS = ["none", "other", "case", "longer", "empty"]
 
 
-@pytest.mark.parametrize("headers", WRONG_HEADERS, ids=["none", "other", "case", "longer", "empty"])
+@pytest.mark.parametrize("headers", WRONG_HEADERS, ids=WRONG_IDS)
 def test_invoke_without_the_pinned_header_is_421_and_runs_nothing(pinned, tmp_path, headers):
     marker = tmp_path / "ran"
     assert_mismatch(mark_call(pinned, marker, headers=headers, run_id="run-refused"))
     assert not marker.exists()
 
 
-@pytest.mark.parametrize("headers", WRONG_HEADERS, ids=["none", "other", "case", "longer", "empty"])
+@pytest.mark.parametrize("headers", WRONG_HEADERS, ids=WRONG_IDS)
 def test_info_without_the_pinned_header_is_421(pinned, headers):
     assert_mismatch(pinned.request("GET", "/v1/info", headers=headers))
 
@@ -130,6 +131,8 @@ def test_tool_call_for_another_tenant_is_421_and_runs_nothing(pinned, tmp_path):
     assert_mismatch(mark_call(pinned, marker, tenant_id="tenant-b"))
     assert_mismatch(mark_call(pinned, marker, tenant_id=" tenant-a"))
     assert not marker.exists()
+    # The service allows one call at a time: a slot kept by a refused call would make this 503.
+    assert mark_call(pinned, marker).status == 200
 
 
 def test_malformed_messages_still_get_their_200_error(pinned):
@@ -231,6 +234,12 @@ def test_unpinned_service_ignores_the_header(launcher, pack, tmp_path):
     response = mark_call(service, marker, tenant_id="tenant-b", headers={"kindgi-tenant-id": "tenant-c"})
     assert response.status == 200, response
     assert marker.exists()
+    assert service.request("GET", "/v1/info").status == 200
+
+
+def test_blank_pinned_value_means_unpinned(launcher, pack):
+    service = launcher.start(pack.write(), env={"KINDGI_PACK_TENANT_ID": " \t "})
+    assert service.request("GET", "/v1/info", headers={"kindgi-tenant-id": "anyone"}).status == 200
     assert service.request("GET", "/v1/info").status == 200
 
 

@@ -7,7 +7,9 @@ open.  The token must be in none of them, and under the env filter
 (SPEC-NOTES §16, default on) neither may any variable the pack doesn't
 declare, while declared names, the ``KINDGI_``/``LC_``/``PYTHON``/...
 prefixes and the 58 platform names are kept.  The records never carry the
-token, not even when pack code logs or prints it.
+token, not even when pack code logs or prints it.  The same holds on the
+fallback path, where the service re-executes itself (no ctypes) and hands
+the token over a pipe.
 """
 
 import json
