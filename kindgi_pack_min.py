@@ -129,6 +129,19 @@ def _redact(value, depth=0):
     return value
 
 
+def _without(value, secret, depth=0):
+    """A copy of a record with ``secret`` cut out of every string in it (keys stay as they are)."""
+    if isinstance(value, str):
+        return value.replace(secret, "[redacted]")
+    if depth > 20:
+        return "[deep]"
+    if isinstance(value, Mapping):
+        return {k: _without(v, secret, depth + 1) for k, v in value.items()}
+    if isinstance(value, (list, tuple)):
+        return [_without(v, secret, depth + 1) for v in value]
+    return value
+
+
 def _utc_now():
     now = time.time()
     return time.strftime("%Y-%m-%dT%H:%M:%S", time.gmtime(now)) + ".%03dZ" % (int(now * 1000) % 1000)
@@ -139,9 +152,10 @@ class Records:
 
     JSON by default (``pretty`` for a human at a terminal).  Lifecycle records
     pass whatever the level; others are filtered by the level of their
-    subsystem (``KINDGI_LOG_LEVELS``), else ``KINDGI_LOG_LEVEL``.  No record
-    carries the token or a request's headers; fields from pack code are
-    redacted by ``PackLogger``.
+    subsystem (``KINDGI_LOG_LEVELS``), else ``KINDGI_LOG_LEVEL``.  The token
+    is cut out of any string that would carry it (a caller can send it in a
+    body); fields from pack code with secret-looking names are redacted by
+    ``PackLogger``.
     """
 
     def __init__(self, fd=2, level="info", levels=None, pretty=False):
@@ -149,6 +163,7 @@ class Records:
         self.rank = LEVELS.index(level)
         self.ranks = {name: LEVELS.index(lv) for name, lv in (levels or {}).items()}
         self.pretty = pretty
+        self.secret = None   # the token: caller-sent text can carry it into a record
         self.lock = threading.Lock()
 
     def enabled(self, level, subsystem="pack"):
@@ -179,8 +194,9 @@ class Records:
         for key, value in fields.items():
             if key not in FIXED_KEYS and key not in ("event", "kind"):
                 record[key] = value
-        line = self._pretty(record) if self.pretty else json.dumps(
-            record, ensure_ascii=False, separators=(",", ":"), default=repr)
+        line = self._line(record)
+        if self.secret and self.secret in line:
+            line = self._line(_without(record, self.secret))
         data = (line + "\n").encode("utf-8", "backslashreplace")
         locked = self.lock.acquire(timeout=lock_timeout)
         try:
@@ -196,6 +212,11 @@ class Records:
                 view = view[os.write(self.fd, view):]
         except OSError:
             pass  # stderr gone: nothing better to do than keep serving
+
+    def _line(self, record):
+        if self.pretty:
+            return self._pretty(record)
+        return json.dumps(record, ensure_ascii=False, separators=(",", ":"), default=repr)
 
     @staticmethod
     def _pretty(record):
@@ -2149,6 +2170,7 @@ def main(argv=None):
         records.write("error", message, event="config-invalid", always=True, fields={"problems": problems})
         return 1
     dropped = handoff["dropped"] if handoff is not None else hide_token(config, environ, argv, records)
+    records.secret = config.token
     for stream in (sys.stdout, sys.stderr):
         try:
             stream.reconfigure(line_buffering=True)
