@@ -1420,7 +1420,7 @@ class HttpError(Exception):
         self.message = message
 
 
-TOKEN_CHARS = re.compile(r"^[!#$%&'*+\-.^_`|~0-9A-Za-z]+$")
+TOKEN_BYTES = b"!#$%&'*+-.^_`|~0123456789ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz"
 METHOD_START = re.compile(rb"^[!#$%&'*+\-.^_`|~0-9A-Za-z]+( |$)")
 ROUTES = {"/v1/invoke": ("POST", True), "/v1/info": ("GET", True),
           "/healthz": ("GET", False), "/readyz": ("GET", False)}
@@ -1477,12 +1477,12 @@ def read_request_head(rfile, on_first_byte):
     parts = line.rstrip(b"\r\n").split(b" ")
     if len(parts) != 3 or not parts[1] or not line.endswith(b"\n"):
         raise HttpError(400, "Malformed request line")
+    if not parts[0] or parts[0].translate(None, TOKEN_BYTES):
+        raise HttpError(400, "Malformed request method")
     try:
         method, target, version = (p.decode("ascii") for p in parts)
     except UnicodeDecodeError:
         raise HttpError(400, "Malformed request line")
-    if not TOKEN_CHARS.match(method):
-        raise HttpError(400, "Malformed request method")
     if version not in ("HTTP/1.1", "HTTP/1.0"):
         if re.match(r"^HTTP/\d\.\d$", version):
             raise HttpError(505, "HTTP version not supported")
@@ -1505,13 +1505,10 @@ def read_request_head(rfile, on_first_byte):
         if line[:1] in (b" ", b"\t"):
             raise HttpError(400, "Obsolete header line folding")
         name, colon, value = line.partition(b":")
-        try:
-            name, value = name.decode("ascii"), value.strip(b" \t\r\n").decode("latin-1")
-        except UnicodeDecodeError:
-            raise HttpError(400, "Malformed header name")
-        if not colon or not TOKEN_CHARS.match(name) or any(c in value for c in "\r\n\x00"):
+        value = value.strip(b" \t\r\n")
+        if not colon or not name or name.translate(None, TOKEN_BYTES) or b"\r" in value or b"\0" in value:
             raise HttpError(400, "Malformed header line")
-        name = name.lower()
+        name, value = name.decode("ascii").lower(), value.decode("latin-1")
         if name == "content-length":
             lengths.add(value)
         headers[name] = headers[name] + ", " + value if name in headers else value
