@@ -1172,7 +1172,7 @@ def call_tool(service, call, message):
     what = 'Handler for tool "%s"' % tool_id
     try:
         value = tool.parse_input(value)
-    except Exception as exc:
+    except BaseException as exc:  # pack code: its validators can raise anything
         if is_model_error(exc):
             return error_message("input-validation-failed", 'Tool "%s" input failed validation' % tool_id,
                                  "toolId", tool_id, issues=model_issues(exc))
@@ -1251,7 +1251,7 @@ def call_check(service, call, message):
                                ("trace", check.parse_trace, message.get("trace"))):
         try:
             parsed.append(parse(value))
-        except Exception as exc:
+        except BaseException as exc:  # pack code: its validators can raise anything
             if is_model_error(exc):
                 return error_message("input-validation-failed", 'Check "%s" %s failed validation'
                                      % (check_id, part), "checkId", check_id, issues=model_issues(exc))
@@ -1929,7 +1929,9 @@ class PackService:
     def begin_drain(self):
         with self.lock:
             self.draining = True
-        self.records.write("info", "Draining: finishing the calls in flight", event="draining", always=True)
+        # From a thread of its own: a stderr nobody reads must not hold up the drain.
+        threading.Thread(target=self.records.write, args=("info", "Draining: finishing the calls in flight"),
+                         kwargs={"event": "draining", "always": True, "lock_timeout": 0.5}, daemon=True).start()
 
     def wait_drained(self, seconds):
         """Until no call is in flight and no answer is being written, or ``seconds`` pass."""
@@ -2051,8 +2053,10 @@ class Lifecycle:
         The last words go from a thread of their own, given two seconds: a
         stderr nobody reads must not keep the process alive.
         """
-        with self.lock:
-            self.stopping = True
+        locked = self.lock.acquire(timeout=1.0)   # serve() may be stuck writing `listening`
+        self.stopping = True
+        if locked:
+            self.lock.release()
         last_words = threading.Thread(target=self._last_words, daemon=True)
         last_words.start()
         last_words.join(2.0)

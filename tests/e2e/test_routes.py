@@ -297,36 +297,27 @@ def read_until_close(sock, limit_seconds=30):
     return b"".join(chunks)
 
 
-def chunked(body, size):
-    return (body[i:i + size] for i in range(0, len(body), size))
+def post_chunked(service, body, size):
+    """POST ``body`` to /v1/invoke in chunks of ``size`` bytes; returns (status, parsed answer)."""
+    conn = service.connection(timeout=60)
+    try:
+        conn.request("POST", "/v1/invoke", body=(body[i:i + size] for i in range(0, len(body), size)),
+                     encode_chunked=True, headers={"kindgi-pack-token": TOKEN, "content-type": "application/json"})
+        resp = conn.getresponse()
+        return resp.status, json.loads(resp.read())
+    finally:
+        conn.close()
 
 
 def test_chunked_body_is_accepted(service):
-    body = echo_bytes({"chunked": True, "text": "abc" * 1000})
-    conn = service.connection()
-    try:
-        conn.request("POST", "/v1/invoke", body=chunked(body, 97), encode_chunked=True,
-                     headers={"kindgi-pack-token": TOKEN, "content-type": "application/json"})
-        resp = conn.getresponse()
-        data = resp.read()
-    finally:
-        conn.close()
-    assert resp.status == 200
-    assert json.loads(data)["output"] == {"chunked": True, "text": "abc" * 1000}
+    status, answer = post_chunked(service, echo_bytes({"chunked": True, "text": "abc" * 1000}), 97)
+    assert status == 200
+    assert answer["output"] == {"chunked": True, "text": "abc" * 1000}
 
 
 def test_chunked_body_of_exactly_10_mib_is_accepted(service):
     body, pad = padded_size_message(MiB10)
-    conn = service.connection(timeout=60)
-    try:
-        conn.request("POST", "/v1/invoke", body=chunked(body, 1024 * 1024), encode_chunked=True,
-                     headers={"kindgi-pack-token": TOKEN, "content-type": "application/json"})
-        resp = conn.getresponse()
-        data = resp.read()
-    finally:
-        conn.close()
-    assert resp.status == 200
-    assert json.loads(data) == {"v": 2, "kind": "result", "output": {"chars": pad}}
+    assert post_chunked(service, body, 1024 * 1024) == (200, {"v": 2, "kind": "result", "output": {"chars": pad}})
 
 
 def test_chunked_body_one_byte_over_10_mib_is_413(service):

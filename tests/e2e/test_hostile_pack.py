@@ -1,0 +1,378 @@
+"""End-to-end: pack code that misbehaves.
+
+Handlers that raise every kind of BaseException, call sys.exit, never return,
+print megabytes, return huge, circular or non-JSON output, start threads and
+subprocesses, change the working folder or sys.path, mutate their input;
+checks returning odd types; a module that fails on its second import.  Each
+must give a clean 200 response message, and the service keeps serving: after
+every test /healthz answers and no ``service-error`` record was written.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import signal
+import time
+
+import pytest
+
+from conftest import PackWriter
+
+TOOLS = '''\
+import asyncio
+import os
+import subprocess
+import sys
+import threading
+import time
+from kindgi import tool
+
+
+class Custom(BaseException):
+    pass
+
+
+class Unprintable(Exception):
+    def __str__(self):
+        raise RuntimeError("no")
+
+
+class NotAString(Exception):
+    def __str__(self):
+        return 42
+
+
+def recurse(n):
+    return recurse(n + 1)
+
+
+RAISES = {
+    "Exception": lambda: Exception("plain"),
+    "SystemExit0": lambda: SystemExit(0),
+    "SystemExit3": lambda: SystemExit(3),
+    "KeyboardInterrupt": lambda: KeyboardInterrupt(),
+    "GeneratorExit": lambda: GeneratorExit(),
+    "MemoryError": lambda: MemoryError(),
+    "CancelledError": lambda: asyncio.CancelledError(),
+    "StopIteration": lambda: StopIteration(),
+    "Custom": lambda: Custom("custom"),
+    "Unprintable": lambda: Unprintable(),
+    "NotAString": lambda: NotAString(),
+}
+
+
+@tool(id="raise")
+def raise_(input, ctx):
+    if input["kind"] == "RecursionError":
+        recurse(0)
+    if input["kind"] == "sys.exit":
+        sys.exit("bye")
+    raise RAISES[input["kind"]]()
+
+
+@tool(id="araise")
+async def araise(input, ctx):
+    await asyncio.sleep(0)
+    if input["kind"] == "sys.exit":
+        sys.exit("bye")
+    raise RAISES[input["kind"]]()
+
+
+@tool(id="aecho")
+async def aecho(input, ctx):
+    await asyncio.sleep(0)
+    return input
+
+
+@tool(id="forever")
+def forever(input, ctx):
+    threading.Event().wait()
+
+
+@tool(id="aforever")
+async def aforever(input, ctx):
+    await asyncio.sleep(3600)
+
+
+@tool(id="printer")
+def printer(input, ctx):
+    line = "p" * 1023
+    for _ in range(5 * 1024):
+        print(line)
+    sys.stderr.write("a line of pack chatter on stderr\\n")
+    return {"printed": 5 * 1024 * 1024}
+
+
+class ItemsRaise(dict):
+    def items(self):
+        raise ZeroDivisionError("items")
+
+
+def circular():
+    value = {"a": [1]}
+    value["a"].append(value)
+    return value
+
+
+def deep(n):
+    value = []
+    for _ in range(n):
+        value = [value]
+    return value
+
+
+OUTPUTS = {
+    "huge": lambda: {"s": "x" * (20 * 1024 * 1024)},
+    "circular": circular,
+    "set": lambda: {"s": {1, 2}},
+    "bytes": lambda: {"b": b"x"},
+    "object": lambda: {"o": object()},
+    "nan": lambda: {"n": float("nan")},
+    "inf": lambda: [float("inf")],
+    "tuple-key": lambda: {(1, 2): 3},
+    "deep": lambda: deep(100000),
+    "items-raise": lambda: ItemsRaise(a=1),
+    "generator": lambda: (i for i in range(3)),
+    "bigint": lambda: {"n": 10 ** 5000},
+}
+
+
+@tool(id="output")
+def output(input, ctx):
+    if hasattr(sys, "set_int_max_str_digits"):
+        sys.set_int_max_str_digits(0)
+    return OUTPUTS[input["kind"]]()
+
+
+@tool(id="spawn")
+def spawn(input, ctx):
+    forever_thread = threading.Thread(target=threading.Event().wait)
+    forever_thread.start()
+    threading.Thread(target=lambda: 1 / 0, daemon=True).start()
+    child = subprocess.Popen([sys.executable, "-c", "import time; time.sleep(60)"])
+    return {"pid": child.pid}
+
+
+@tool(id="wander")
+def wander(input, ctx):
+    os.chdir("/")
+    sys.path[:] = ["/nonexistent"]
+    return {"cwd": os.getcwd()}
+
+
+@tool(id="mutate")
+def mutate(input, ctx):
+    input["opts"]["n"] += 1
+    input["list"].append("more")
+    result = {"n": input["opts"]["n"], "list": list(input["list"])}
+    input.clear()
+    return result
+'''
+
+TWICE = '''\
+import builtins
+from kindgi import tool
+
+if getattr(builtins, "_kindgi_twice_loaded", False):
+    raise ImportError("imported a second time")
+builtins._kindgi_twice_loaded = True
+
+
+@tool(id="once-a")
+def once_a(input, ctx):
+    return {"a": True}
+
+
+@tool(id="once-b")
+def once_b(input, ctx):
+    return {"b": True}
+'''
+
+CHECKS = '''\
+from kindgi import guardrail, CheckResult
+
+
+class WireRaises:
+    def to_wire(self):
+        raise RuntimeError("to_wire broke")
+
+
+class GetattrRaises:
+    def __getattr__(self, name):
+        raise ZeroDivisionError(name)
+
+
+class BadMapping(dict):
+    def get(self, key, default=None):
+        raise KeyError(key)
+
+
+ODD = {
+    "int": lambda: 1, "str": lambda: "yes", "none": lambda: None, "list": lambda: [True],
+    "no-passed": lambda: {"reason": "x"}, "passed-str": lambda: {"passed": "yes"},
+    "passed-int": lambda: {"passed": 1}, "wire-raises": WireRaises, "getattr-raises": GetattrRaises,
+    "bad-mapping": lambda: BadMapping(passed=True), "not-json": lambda: {"passed": True, "s": {1}},
+    "float-nan": lambda: float("nan"),
+}
+
+
+@guardrail(id="odd")
+def odd(config, trace):
+    return ODD[config["kind"]]()
+
+
+@guardrail(id="fine")
+def fine(config, trace):
+    return CheckResult(passed=True, reason="ok")
+'''
+
+
+def write_pack(root):
+    pack = PackWriter(root)
+    pack.module("tools/bad.py", TOOLS)
+    pack.module("tools/twice.py", TWICE)
+    pack.module("checks/odd.py", CHECKS)
+    for tool_id in ("raise", "araise", "aecho", "forever", "aforever", "printer", "output", "spawn", "wander"):
+        pack.tool(tool_id, "tools/bad.py")
+    pack.tool("mutate", "tools/bad.py", input={
+        "type": "object",
+        "properties": {"opts": {"type": "object", "default": {"n": 0}},
+                       "list": {"type": "array", "default": ["first"]}}})
+    pack.tool("once-a", "tools/twice.py").tool("once-b", "tools/twice.py")
+    pack.guardrail("odd", "checks/odd.py").guardrail("fine", "checks/odd.py")
+    return pack.write()
+
+
+@pytest.fixture(scope="module")
+def service(module_launcher, tmp_path_factory):
+    return module_launcher.start(write_pack(tmp_path_factory.mktemp("pack")))
+
+
+@pytest.fixture(autouse=True)
+def still_serving(request):
+    yield
+    if "service" in request.fixturenames:
+        svc = request.getfixturevalue("service")
+        assert svc.request("GET", "/healthz", token=False, timeout=10).status == 200
+        assert svc.call_tool("aecho", {"still": "here"}).json["output"] == {"still": "here"}
+        assert not svc.records_of("service-error"), svc.records_of("service-error")
+
+
+def message_of(response):
+    """A 200 response message decoded as strict UTF-8 JSON."""
+    assert response.status == 200, response
+    return json.loads(response.body.decode("utf-8"))
+
+
+def error_of(response, code):
+    message = message_of(response)
+    assert message["kind"] == "error" and message["code"] == code, message
+    return message
+
+
+KINDS = ["Exception", "SystemExit0", "SystemExit3", "sys.exit", "KeyboardInterrupt", "GeneratorExit",
+         "MemoryError", "CancelledError", "StopIteration", "Custom", "Unprintable", "NotAString"]
+
+
+@pytest.mark.parametrize("kind", KINDS + ["RecursionError"])
+def test_sync_handler_raising_any_base_exception(service, kind):
+    message = error_of(service.call_tool("raise", {"kind": kind}), "handler-throw")
+    assert message["message"].startswith('Handler for tool "raise" threw: ')
+    assert set(message["cause"]) == {"name", "message", "stack"}
+
+
+@pytest.mark.parametrize("kind", KINDS)
+def test_async_handler_raising_any_base_exception(service, kind):
+    """Raised on the connection thread's event loop; the next async call on that connection still runs."""
+    conn = service.connection()
+    try:
+        response = service.call_tool("araise", {"kind": kind}, conn=conn)
+        if kind == "CancelledError":
+            assert message_of(response)["kind"] == "error"
+        else:
+            error_of(response, "handler-throw")
+        assert service.call_tool("aecho", {"x": 1}, conn=conn).json["output"] == {"x": 1}
+    finally:
+        conn.close()
+
+
+@pytest.mark.parametrize("tool_id", ["forever", "aforever"])
+def test_never_returning_handler_gets_the_deadline(service, tool_id):
+    response = service.call_tool(tool_id, {}, headers={"kindgi-timeout-ms": "300"})
+    assert error_of(response, "deadline-exceeded")["message"] == "%s passed its deadline" % tool_id
+
+
+def test_deadline_answer_closes_the_connection(service):
+    """The connection's thread is still inside pack code: the answer must tell the client to go."""
+    conn = service.connection(10)
+    try:
+        response = service.call_tool("forever", {}, headers={"kindgi-timeout-ms": "300"}, conn=conn)
+        assert response.header("connection") == "close"
+    finally:
+        conn.close()
+
+
+def test_printing_megabytes(service):
+    assert message_of(service.call_tool("printer", {}))["output"] == {"printed": 5 * 1024 * 1024}
+    assert service.call_tool("aecho", {"after": "print"}).json["output"] == {"after": "print"}
+
+
+def test_huge_output_is_answered_whole(service):
+    response = service.call_tool("output", {"kind": "huge"}, timeout=60)
+    assert len(message_of(response)["output"]["s"]) == 20 * 1024 * 1024
+
+
+@pytest.mark.parametrize("kind", ["circular", "set", "bytes", "object", "nan", "inf", "tuple-key", "deep",
+                                  "items-raise", "generator", "bigint"])
+def test_output_that_is_not_json(service, kind):
+    message = error_of(service.call_tool("output", {"kind": kind}, timeout=60), "output-validation-failed")
+    assert message["message"].startswith('Tool "output" handler produced output that is not JSON')
+
+
+@pytest.mark.parametrize("kind", ["int", "str", "none", "list", "no-passed", "passed-str", "passed-int",
+                                  "wire-raises", "getattr-raises", "bad-mapping", "not-json", "float-nan"])
+def test_check_returning_odd_types(service, kind):
+    message = message_of(service.call_check("odd", {"kind": kind}))
+    assert message["kind"] == "error" and message["code"] in ("output-validation-failed", "handler-throw"), message
+    assert message["checkId"] == "odd"
+    assert message_of(service.call_check("fine"))["result"] == {"passed": True, "reason": "ok"}
+
+
+def test_wandering_handler_does_not_break_the_next_calls(service):
+    """os.chdir and a wiped sys.path in one call; later calls, throws and async code still work."""
+    assert message_of(service.call_tool("wander", {}))["output"] == {"cwd": "/"}
+    error_of(service.call_tool("raise", {"kind": "Exception"}), "handler-throw")
+    assert message_of(service.call_tool("once-a", {}))["output"] == {"a": True}
+    assert message_of(service.call_check("fine"))["kind"] == "check-result"
+
+
+def test_mutating_the_input_does_not_leak_into_later_calls(service):
+    """The handler changes its input (and the defaults filled into it): the next call starts fresh."""
+    for _ in range(3):
+        assert message_of(service.call_tool("mutate", {}))["output"] == {"n": 1, "list": ["first", "more"]}
+
+
+def test_module_imported_once(service):
+    """A module that fails when imported a second time: two tools in it, called repeatedly."""
+    for _ in range(3):
+        assert message_of(service.call_tool("once-a", {}))["output"] == {"a": True}
+        assert message_of(service.call_tool("once-b", {}))["output"] == {"b": True}
+
+
+def test_threads_and_subprocesses_do_not_hold_the_exit(launcher, tmp_path):
+    """A handler leaves a non-daemon thread and a child process behind; SIGTERM still exits 0 in time."""
+    svc = launcher.start(write_pack(tmp_path))
+    pid = message_of(svc.call_tool("spawn", {}))["output"]["pid"]
+    try:
+        assert message_of(svc.call_tool("aecho", {"x": 1}))["output"] == {"x": 1}
+        started = time.monotonic()
+        svc.signal(signal.SIGTERM)
+        assert svc.wait_exit(12) == 0
+        assert time.monotonic() - started < 9
+        assert svc.records_of("stopped")
+    finally:
+        try:
+            os.kill(pid, signal.SIGKILL)
+        except OSError:
+            pass

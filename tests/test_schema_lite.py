@@ -1,0 +1,451 @@
+"""schema_lite on its own: every keyword's issue (message, params, paths), defaults,
+strict mode, ECMAScript regex semantics and hostile input.
+
+The expected issues are Ajv 8's answers (allErrors, allowUnionTypes, ajv-formats).
+"""
+
+import json
+import sys
+import time
+from pathlib import Path
+
+import pytest
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
+
+import schema_lite  # noqa: E402
+from schema_lite import SchemaError, SchemaValidator, apply_defaults, check_schema  # noqa: E402
+
+
+def one(schema, instance):
+    """The single issue schema_lite reports (the test fails if there is not exactly one)."""
+    issues = SchemaValidator(schema).issues(instance)
+    assert len(issues) == 1, issues
+    assert SchemaValidator(schema).is_valid(instance) is False
+    return issues[0]
+
+
+# ---------------------------------------------------------------------------
+# Every keyword: (schema, failing instance, instancePath, schemaPath, keyword, params, message)
+# ---------------------------------------------------------------------------
+
+KEYWORD_CASES = [
+    ({"type": "string"}, 1, "", "#/type", "type", {"type": "string"}, "must be string"),
+    ({"type": ["string", "null"]}, 1, "", "#/type", "type", {"type": ["string", "null"]}, "must be string,null"),
+    ({"type": "integer"}, 1.5, "", "#/type", "type", {"type": "integer"}, "must be integer"),
+    ({"type": "number"}, True, "", "#/type", "type", {"type": "number"}, "must be number"),
+    ({"type": "string", "nullable": True}, 5, "", "#/type", "type", {"type": "string"}, "must be string"),
+    ({"enum": ["a", 1]}, "b", "", "#/enum", "enum", {"allowedValues": ["a", 1]},
+     "must be equal to one of the allowed values"),
+    ({"const": {"a": [1]}}, {"a": [2]}, "", "#/const", "const", {"allowedValue": {"a": [1]}},
+     "must be equal to constant"),
+    ({"multipleOf": 0.01}, 19.99, "", "#/multipleOf", "multipleOf", {"multipleOf": 0.01}, "must be multiple of 0.01"),
+    ({"maximum": 5}, 6, "", "#/maximum", "maximum", {"comparison": "<=", "limit": 5}, "must be <= 5"),
+    ({"minimum": 1.5}, 1, "", "#/minimum", "minimum", {"comparison": ">=", "limit": 1.5}, "must be >= 1.5"),
+    ({"exclusiveMaximum": 5}, 5, "", "#/exclusiveMaximum", "exclusiveMaximum", {"comparison": "<", "limit": 5},
+     "must be < 5"),
+    ({"exclusiveMinimum": 0}, 0, "", "#/exclusiveMinimum", "exclusiveMinimum", {"comparison": ">", "limit": 0},
+     "must be > 0"),
+    ({"maxLength": 2}, "abc", "", "#/maxLength", "maxLength", {"limit": 2}, "must NOT have more than 2 characters"),
+    ({"minLength": 2}, "\U0001F600", "", "#/minLength", "minLength", {"limit": 2},
+     "must NOT have fewer than 2 characters"),
+    ({"pattern": "^[0-9]{5}$"}, "12345\n", "", "#/pattern", "pattern", {"pattern": "^[0-9]{5}$"},
+     'must match pattern "^[0-9]{5}$"'),
+    ({"format": "email"}, "nobody", "", "#/format", "format", {"format": "email"}, 'must match format "email"'),
+    ({"format": "int32"}, 2 ** 31, "", "#/format", "format", {"format": "int32"}, 'must match format "int32"'),
+    ({"maxItems": 1}, [1, 2], "", "#/maxItems", "maxItems", {"limit": 1}, "must NOT have more than 1 items"),
+    ({"minItems": 3}, [1, 2], "", "#/minItems", "minItems", {"limit": 3}, "must NOT have fewer than 3 items"),
+    ({"uniqueItems": True}, [{"a": 1}, {"a": 1.0}], "", "#/uniqueItems", "uniqueItems", {"i": 1, "j": 0},
+     "must NOT have duplicate items (items ## 0 and 1 are identical)"),
+    ({"items": {"type": "string"}, "uniqueItems": True}, ["a", "b", "a"], "", "#/uniqueItems", "uniqueItems",
+     {"i": 0, "j": 2}, "must NOT have duplicate items (items ## 2 and 0 are identical)"),
+    ({"maxProperties": 1}, {"a": 1, "b": 2}, "", "#/maxProperties", "maxProperties", {"limit": 1},
+     "must NOT have more than 1 properties"),
+    ({"minProperties": 1}, {}, "", "#/minProperties", "minProperties", {"limit": 1},
+     "must NOT have fewer than 1 properties"),
+    ({"required": ["a"]}, {}, "", "#/required", "required", {"missingProperty": "a"},
+     "must have required property 'a'"),
+    ({"dependentRequired": {"a": ["b", "c"]}}, {"a": 1, "c": 1}, "", "#/dependentRequired", "dependentRequired",
+     {"property": "a", "missingProperty": "b", "depsCount": 2, "deps": "b, c"},
+     "must have properties b, c when property a is present"),
+    ({"dependentSchemas": {"a": {"required": ["b"]}}}, {"a": 1}, "", "#/dependentSchemas/a/required", "required",
+     {"missingProperty": "b"}, "must have required property 'b'"),
+    ({"properties": {"a/b": {"type": "string"}}}, {"a/b": 1}, "/a~1b", "#/properties/a~1b/type", "type",
+     {"type": "string"}, "must be string"),
+    ({"properties": {"with space": False}}, {"with space": 1}, "/with space",
+     "#/properties/with%20space/false schema", "false schema", {}, "boolean schema is false"),
+    ({"patternProperties": {"^x-": {"type": "string"}}}, {"x-a": 1}, "/x-a", "#/patternProperties/%5Ex-/type",
+     "type", {"type": "string"}, "must be string"),
+    ({"additionalProperties": False}, {"a": 1}, "", "#/additionalProperties", "additionalProperties",
+     {"additionalProperty": "a"}, "must NOT have additional properties"),
+    ({"additionalProperties": {"type": "integer"}}, {"a": "x"}, "/a", "#/additionalProperties/type", "type",
+     {"type": "integer"}, "must be integer"),
+    ({"items": {"type": "integer"}}, [1, "x"], "/1", "#/items/type", "type", {"type": "integer"},
+     "must be integer"),
+    ({"prefixItems": [{"type": "integer"}], "items": False}, [1, 2], "", "#/items", "items", {"limit": 1},
+     "must NOT have more than 1 items"),
+    ({"prefixItems": [{"type": "integer"}]}, ["x"], "/0", "#/prefixItems/0/type", "type", {"type": "integer"},
+     "must be integer"),
+    ({"contains": {"const": 1}, "minContains": 2, "maxContains": 3}, [1, 1, 1, 1], "", "#/contains", "contains",
+     {"minContains": 2, "maxContains": 3}, "must contain at least 2 and no more than 3 valid item(s)"),
+    ({"unevaluatedItems": False, "prefixItems": [True]}, [1, 2], "", "#/unevaluatedItems", "unevaluatedItems",
+     {"limit": 1}, "must NOT have more than 1 items"),
+    ({"unevaluatedProperties": False, "allOf": [{"properties": {"a": True}}]}, {"a": 1, "b": 2}, "",
+     "#/unevaluatedProperties", "unevaluatedProperties", {"unevaluatedProperty": "b"},
+     "must NOT have unevaluated properties"),
+    ({"not": {"type": "string"}}, "x", "", "#/not", "not", {}, "must NOT be valid"),
+    ({"oneOf": [{"type": "integer"}, {"minimum": 0}]}, 5, "", "#/oneOf", "oneOf", {"passingSchemas": [0, 1]},
+     "must match exactly one schema in oneOf"),
+    ({"allOf": [{"type": "string"}]}, 1, "", "#/allOf/0/type", "type", {"type": "string"}, "must be string"),
+    ({"$defs": {"s": {"type": "string"}}, "properties": {"a": {"$ref": "#/$defs/s"}}}, {"a": 1}, "/a",
+     "#/$defs/s/type", "type", {"type": "string"}, "must be string"),
+    (False, 1, "", "#/false schema", "false schema", {}, "boolean schema is false"),
+]
+
+
+@pytest.mark.parametrize("schema,instance,ipath,spath,keyword,params,message", KEYWORD_CASES,
+                         ids=[str(i) + "-" + (c[4]) for i, c in enumerate(KEYWORD_CASES)])
+def test_keyword_issue(schema, instance, ipath, spath, keyword, params, message):
+    issue = one(schema, instance)
+    assert issue == {"instancePath": ipath, "schemaPath": spath, "keyword": keyword, "params": params,
+                     "message": message}
+    assert list(issue) == ["instancePath", "schemaPath", "keyword", "params", "message"]
+
+
+def test_any_of_keeps_branch_issues_then_its_own():
+    issues = SchemaValidator({"anyOf": [{"type": "string"}, {"type": "null"}]}).issues(1)
+    assert [i["schemaPath"] for i in issues] == ["#/anyOf/0/type", "#/anyOf/1/type", "#/anyOf"]
+    assert issues[-1]["message"] == "must match a schema in anyOf" and issues[-1]["params"] == {}
+
+
+def test_if_then_reports_then_issues_and_the_if_issue():
+    schema = {"if": {"properties": {"c": {"const": "US"}}}, "then": {"required": ["state"]},
+              "else": {"required": ["zip"]}}
+    issues = SchemaValidator(schema).issues({"c": "US"})
+    assert issues[0]["schemaPath"] == "#/then/required"
+    assert issues[1] == {"instancePath": "", "schemaPath": "#/if", "keyword": "if",
+                         "params": {"failingKeyword": "then"}, "message": 'must match "then" schema'}
+    assert SchemaValidator(schema).issues({"c": "CA"})[1]["params"] == {"failingKeyword": "else"}
+
+
+def test_property_names_adds_property_name():
+    issues = SchemaValidator({"propertyNames": {"maxLength": 2}}).issues({"abc": 1})
+    assert issues == [
+        {"instancePath": "", "schemaPath": "#/propertyNames/maxLength", "keyword": "maxLength",
+         "params": {"limit": 2}, "message": "must NOT have more than 2 characters", "propertyName": "abc"},
+        {"instancePath": "", "schemaPath": "#/propertyNames", "keyword": "propertyNames",
+         "params": {"propertyName": "abc"}, "message": "property name must be valid"},
+    ]
+
+
+def test_contains_reports_item_issues_only_when_it_fails():
+    v = SchemaValidator({"contains": {"type": "integer"}})
+    assert v.issues(["a", 1]) == []
+    assert [i["instancePath"] for i in v.issues(["a", "b"])] == ["/0", "/1", ""]
+
+
+def test_ajv_order_type_after_enum_when_type_has_rules():
+    schema = {"type": "string", "enum": ["a"], "minLength": 1}
+    assert [i["keyword"] for i in SchemaValidator(schema).issues(5)] == ["enum", "type"]
+    assert [i["keyword"] for i in SchemaValidator({"type": "string", "enum": ["a"]}).issues(5)] == ["type", "enum"]
+    schema = {"type": "integer", "minimum": 3, "multipleOf": 5}
+    assert [i["keyword"] for i in SchemaValidator(schema).issues(2.5)] == ["type", "minimum", "multipleOf"]
+
+
+def test_object_keys_in_javascript_order():
+    issues = SchemaValidator({"additionalProperties": False}).issues({"b": 1, "10": 1, "a": 1, "2": 1})
+    assert [i["params"]["additionalProperty"] for i in issues] == ["2", "10", "b", "a"]
+
+
+def test_recursive_ref_paths_restart_at_the_called_schema():
+    schema = {"$ref": "#/$defs/node", "$defs": {"node": {
+        "type": "object", "properties": {"name": {"type": "string"}, "kids": {"items": {"$ref": "#/$defs/node"}}}}}}
+    issues = SchemaValidator(schema).issues({"name": "r", "kids": [{"name": 5}]})
+    assert issues == [{"instancePath": "/kids/0/name", "schemaPath": "#/properties/name/type", "keyword": "type",
+                       "params": {"type": "string"}, "message": "must be string"}]
+
+
+# ---------------------------------------------------------------------------
+# JSON semantics
+# ---------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize("schema,instance,valid", [
+    ({"const": 1}, 1.0, True),
+    ({"const": 1}, True, False),
+    ({"const": False}, 0, False),
+    ({"enum": [{"a": 1, "b": [1]}]}, {"b": [1.0], "a": 1}, True),
+    ({"enum": [[1, 2]]}, [2, 1], False),
+    ({"uniqueItems": True}, [1, True], True),
+    ({"uniqueItems": True}, [1, 1.0], False),
+    ({"uniqueItems": True}, [[0], [False]], True),
+    ({"type": "integer"}, 1.0, True),
+    ({"type": "integer"}, True, False),
+    ({"type": "number"}, None, False),
+    ({"maxLength": 1}, "\U0001F600", True),
+    ({"multipleOf": 0.01}, 0.3, True),
+    ({"multipleOf": 3}, 10 ** 30, False),
+])
+def test_json_semantics(schema, instance, valid):
+    assert SchemaValidator(schema).is_valid(instance) is valid
+    assert (SchemaValidator(schema).issues(instance) == []) is valid
+
+
+@pytest.mark.parametrize("pattern,text,found", [
+    ("^a$", "a\n", False),
+    ("^\\d+$", "\u0661\u0662", False),
+    ("^\\w+$", "\u00e9", False),
+    ("^\\s$", "\ufeff", True),
+    ("^\\s$", "\x1c", False),
+    ("^.$", "\r", False),
+    ("^\\p{L}+$", "h\u00e9llo", True),
+    ("^\\p{Lu}", "a", False),
+    ("[^]", "\n", True),
+    ("^[\\d-]+$", "1-2", True),
+    ("\\u{1F600}", "\U0001F600", True),
+    ("^(?<y>[0-9]{4})-\\k<y>$", "2024-2024", True),
+    ("\\bx", "\u00e9x", True),
+])
+def test_ecmascript_regex(pattern, text, found):
+    assert SchemaValidator({"pattern": pattern}).is_valid(text) is found
+
+
+@pytest.mark.parametrize("pattern", ["[unclosed", "(", "a{2,1}", "\\p{NotAProperty}", "\\q", "a**", "x{"])
+def test_bad_pattern_is_schema_error(pattern):
+    with pytest.raises(SchemaError) as info:
+        SchemaValidator({"type": "string", "pattern": pattern})
+    assert "pattern" in str(info.value) and "#/pattern" in str(info.value)
+
+
+@pytest.mark.parametrize("fmt,good,bad", [
+    ("date", "2024-02-29", "2023-02-29"),
+    ("time", "10:20:30Z", "10:20:30"),
+    ("date-time", "2024-02-29 10:00:00+01:00", "2024-02-29T10:00:00"),
+    ("email", "a@example.com", "a@b"),
+    ("uuid", "123e4567-e89b-12d3-a456-426614174000", "123e4567"),
+    ("uri", "https://x.y/z?q#f", "x y"),
+    ("uri-reference", "../a#b", "\\\\"),
+    ("hostname", "example.com", "-bad-.com"),
+    ("ipv4", "192.168.0.1", "256.1.1.1"),
+    ("ipv6", "::1", "12345::"),
+    ("duration", "P1DT2H", "P"),
+    ("json-pointer", "/a~1b", "a"),
+    ("relative-json-pointer", "0/a", "-1"),
+    ("regex", "^a(?<=a)", "(("),
+    ("uri-template", "/x/{id}", "/x/{id"),
+    ("byte", "aGk=", "a"),
+])
+def test_formats(fmt, good, bad):
+    v = SchemaValidator({"format": fmt})
+    assert v.is_valid(good) and not v.is_valid(bad)
+    assert v.is_valid(5)
+
+
+def test_unknown_format_is_an_annotation_unless_strict():
+    assert SchemaValidator({"format": "idn-email"}).is_valid("anything")
+    with pytest.raises(SchemaError, match='unknown format "idn-email"'):
+        SchemaValidator({"type": "string", "format": "idn-email"}, strict=True)
+
+
+# ---------------------------------------------------------------------------
+# Defaults
+# ---------------------------------------------------------------------------
+
+
+def test_defaults_nested_and_never_mutating():
+    schema = {"type": "object", "properties": {
+        "limit": {"type": "integer", "default": 10},
+        "options": {"type": "object", "default": {}, "properties": {"loud": {"type": "boolean", "default": False}}},
+        "tags": {"type": "array", "items": {"type": "object", "properties": {"w": {"default": 1}}}},
+    }}
+    given = {"tags": [{}, {"w": 2}]}
+    snapshot = json.dumps(given)
+    out = apply_defaults(schema, given)
+    assert out == {"tags": [{"w": 1}, {"w": 2}], "limit": 10, "options": {"loud": False}}
+    assert json.dumps(given) == snapshot
+    out["options"]["loud"] = True
+    assert apply_defaults(schema, {})["options"] == {"loud": False}
+
+
+def test_defaults_follow_ajv_rules():
+    schema = {
+        "type": "object",
+        "$defs": {"lang": {"type": "string", "default": "en"},
+                  "money": {"type": "object", "properties": {"cur": {"default": "USD"}}}},
+        "properties": {
+            "lang": {"$ref": "#/$defs/lang"},
+            "debug": {"$ref": "#/$defs/lang", "default": "x"},
+            "price": {"$ref": "#/$defs/money"},
+            "mode": {"enum": ["fast", "safe"]},
+            "pick": {"anyOf": [{"type": "object", "properties": {"z": {"default": 1}}}]},
+        },
+        "allOf": [{"properties": {"a": {"default": "A"}}}],
+        "if": {"properties": {"mode": {"const": "safe"}}, "required": ["mode"]},
+        "then": {"properties": {"retries": {"default": 5}}},
+        "else": {"properties": {"retries": {"default": 0}}},
+        "additionalProperties": {"type": "object", "properties": {"n": {"default": 0}}},
+    }
+    v = SchemaValidator(schema)
+    out = v.apply_defaults({"mode": "safe", "price": {}, "pick": {}, "extra": {}})
+    assert out == {"mode": "safe", "price": {"cur": "USD"}, "pick": {}, "extra": {"n": 0},
+                   "a": "A", "retries": 5, "debug": "x"}
+    assert v.apply_defaults({})["retries"] == 0
+
+
+def test_strict_refuses_defaults_ajv_would_ignore():
+    schema = {"type": "object", "properties": {"a": {}}, "anyOf": [{"properties": {"a": {"type": "string",
+                                                                                          "default": "x"}}}]}
+    with pytest.raises(SchemaError, match="default is ignored"):
+        SchemaValidator(schema, strict=True).apply_defaults({})
+    assert SchemaValidator(schema).apply_defaults({}) == {}
+
+
+# ---------------------------------------------------------------------------
+# Schema errors and strict mode
+# ---------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize("schema,words", [
+    ([], "object or a boolean"),
+    ({"type": "strin"}, 'unknown type "strin"'),
+    ({"properties": {"a": {"minLength": -1}}}, "#/properties/a/minLength"),
+    ({"properties": {"a": {"$ref": "#/$defs/nope"}}}, "can't resolve reference #/$defs/nope"),
+    ({"required": "a"}, "required"),
+    ({"anyOf": []}, "anyOf"),
+    ({"multipleOf": 0}, "multipleOf"),
+])
+def test_unusable_schemas(schema, words):
+    with pytest.raises(SchemaError) as info:
+        check_schema(schema)
+    assert words in str(info.value)
+
+
+def test_non_strict_accepts_what_python_packs_send():
+    pydantic_like = {
+        "$defs": {"Kind": {"enum": ["a", "b"], "title": "Kind", "type": "string"}},
+        "properties": {"kind": {"$ref": "#/$defs/Kind", "default": "a"},
+                       "when": {"anyOf": [{"format": "date-time", "type": "string"}, {"type": "null"}],
+                                "default": None, "title": "When"},
+                       "secret": {"format": "password", "type": "string", "writeOnly": True},
+                       "pet": {"discriminator": {"propertyName": "t"}, "oneOf": [{"type": "object"}]}},
+        "required": ["pet"], "title": "Input", "type": "object", "x-custom": 1,
+    }
+    v = SchemaValidator(pydantic_like)
+    assert v.apply_defaults({"pet": {}}) == {"pet": {}, "kind": "a", "when": None}
+    assert v.is_valid(v.apply_defaults({"pet": {}}))
+    with pytest.raises(SchemaError, match="unknown keyword"):
+        SchemaValidator(pydantic_like, strict=True)
+
+
+@pytest.mark.parametrize("schema", [
+    {"properties": {"a": {"type": "string"}}},
+    {"type": "object", "properties": {"a": {}}, "required": ["a", "b"]},
+    {"type": "array", "prefixItems": [{"type": "string"}], "items": {"type": "number"}},
+    {"nullable": True},
+    {"$schema": "http://json-schema.org/draft-07/schema#", "type": "object"},
+    {"type": "object", "if": {"type": "object"}},
+])
+def test_strict_refuses_like_ajv(schema):
+    SchemaValidator(schema)
+    with pytest.raises(SchemaError):
+        SchemaValidator(schema, strict=True)
+
+
+# ---------------------------------------------------------------------------
+# Hostile input: never an exception escaping, never an endless loop
+# ---------------------------------------------------------------------------
+
+
+def nested_list(depth):
+    value = []
+    for _ in range(depth):
+        value = [value]
+    return value
+
+
+def test_instance_nested_10000_deep():
+    v = SchemaValidator({"type": "array", "items": {"$ref": "#"}})
+    deep = nested_list(10000)
+    issues = v.issues(deep)
+    assert issues and issues[0]["keyword"] == "depth"
+    assert v.is_valid(deep) is False
+    assert SchemaValidator({"type": "array"}).is_valid(deep)
+    copy = v.apply_defaults(deep)
+    assert copy is not deep and len(copy) == 1
+
+
+def test_schema_nested_10000_deep():
+    schema = {"type": "integer"}
+    for _ in range(10000):
+        schema = {"items": schema}
+    with pytest.raises(SchemaError, match="nested too deeply"):
+        SchemaValidator(schema)
+
+
+@pytest.mark.parametrize("schema", [
+    {"$ref": "#"},
+    {"$defs": {"a": {"$ref": "#/$defs/b"}, "b": {"$ref": "#/$defs/a"}}, "$ref": "#/$defs/a"},
+    {"allOf": [{"$ref": "#"}]},
+    {"anyOf": [{"type": "string"}, {"$ref": "#/$defs/x"}], "$defs": {"x": {"not": {"$ref": "#"}}}},
+])
+def test_self_referencing_refs_are_schema_errors(schema):
+    with pytest.raises(SchemaError, match="refers to itself without consuming the instance"):
+        SchemaValidator(schema)
+
+
+def test_recursion_through_the_instance_is_fine():
+    v = SchemaValidator({"$defs": {"n": {"properties": {"k": {"$ref": "#/$defs/n"}}, "required": ["v"]}},
+                         "$ref": "#/$defs/n"})
+    assert v.issues({"v": 1, "k": {"v": 2, "k": {}}})[0]["instancePath"] == "/k/k"
+
+
+def test_100000_items():
+    started = time.monotonic()
+    v = SchemaValidator({"type": "array", "uniqueItems": True, "items": {"type": "object"}})
+    items = [{"i": i} for i in range(100000)]
+    assert v.is_valid(items)
+    items.append({"i": 5})
+    assert v.issues(items)[0]["params"] == {"i": 100000, "j": 5}
+    v = SchemaValidator({"type": "array", "uniqueItems": True, "items": {"type": "integer"}})
+    assert v.issues(list(range(100000)) + [7])[0]["params"] == {"i": 7, "j": 100000}
+    assert time.monotonic() - started < 30
+
+
+def test_integers_with_thousands_of_digits():
+    huge = 10 ** 5000
+    for schema in ({"type": "integer"}, {"type": "number", "maximum": 5}, {"multipleOf": 3},
+                   {"enum": [1, 2]}, {"const": 1}, {"format": "int32"}, {"uniqueItems": True},
+                   {"maximum": -huge}, {"minimum": huge}):
+        v = SchemaValidator(schema)
+        issues = v.issues(huge) + v.issues([huge, huge]) + v.issues(-huge) + v.issues(5)
+        json.dumps(issues)
+    issue = SchemaValidator({"maximum": huge}).issues(10 ** 400 + 1)
+    assert issue == []
+    assert SchemaValidator({"minimum": huge}).issues(1)[0]["message"] == "must be >= Infinity"
+
+
+def test_compiles_each_pattern_once(monkeypatch):
+    calls = []
+    real = schema_lite._RegexTranslator.translate
+    monkeypatch.setattr(schema_lite, "_regex_cache", {})
+    monkeypatch.setattr(schema_lite._RegexTranslator, "translate", lambda self: calls.append(1) or real(self))
+    v = SchemaValidator({"type": "array", "items": {"type": "string", "pattern": "^q+$"}})
+    for _ in range(50):
+        v.is_valid(["q", "qq", "x"])
+    assert len(calls) == 1
+
+
+def test_validator_is_thread_safe_and_reusable():
+    import threading
+    v = SchemaValidator({"properties": {"n": {"type": "integer"}}, "required": ["n"]})
+    results = []
+
+    def work(i):
+        results.append(v.issues({"n": i} if i % 2 else {}) == ([] if i % 2 else v.issues({})))
+
+    threads = [threading.Thread(target=work, args=(i,)) for i in range(16)]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join(10)
+    assert results == [True] * 16
