@@ -33,6 +33,7 @@ import sys
 import threading
 import unicodedata
 from decimal import Decimal
+from functools import partial
 from urllib.parse import quote, unquote
 
 __all__ = ["SchemaError", "SchemaValidator", "apply_defaults", "check_schema"]
@@ -1103,6 +1104,7 @@ def _issue(path, spath, keyword, params, message):
 
 
 _tls = threading.local()
+_lock = threading.Lock()  # guards what is compiled lazily: defaults, the apply_defaults cache
 
 
 class _Compiler(object):
@@ -1110,20 +1112,20 @@ class _Compiler(object):
 
     def __init__(self, schema, strict, remotes):
         self.strict = strict
-        self.docs = {}
-        self.anchors = {}
-        self.dynamic = {}
-        self.bases = {}
-        self.envs = {}
-        self.track = False
-        self.uses_dynamic = False
+        self.docs = {}            # document URI -> its root schema
+        self.anchors = {}         # "uri#name" -> schema ($anchor, $dynamicAnchor, $id with a fragment)
+        self.dynamic = {}         # "uri#name" -> schema, $dynamicAnchor only
+        self.bases = {}           # id(schema) -> its base URI
+        self.envs = {}            # id(schema) -> (caller, cell) of a separately compiled schema
+        self.inline = {}          # (id(schema), $ref text) -> checker of an inlined $ref target
+        self.compiled = {}        # id(schema) -> (schema, base, schema path), for check_cycles
+        self.refs = []            # ($ref, base) pairs seen while indexing
+        self.track = False        # some schema uses unevaluatedProperties/Items
+        self.uses_dynamic = False  # some schema uses $dynamicRef
         self.root = schema
-        self.inline = {}
-        self.compiled = {}
         self.root_base = ""
         if type(schema) is dict and type(schema.get("$id")) is str:
             self.root_base = _normalize_id(_resolve_uri("", schema["$id"]))
-        self.refs = []
         for uri, doc in (remotes or {}).items():
             self.docs[_normalize_id(uri)] = doc
             self.index(doc, _normalize_id(uri), "remote %s" % uri)
@@ -1507,9 +1509,11 @@ def _run_all(fns, inst, path, errors, ann):
 def _group_step(is_kind, checks, type_step):
     """One of Ajv's typed groups: its keywords when the instance has that type, else
     the type issue when this group is where Ajv reports it."""
+    run = _valid if not checks else checks[0] if len(checks) == 1 else partial(_run_all, checks)
+
     def check(inst, path, errors, ann):
         if is_kind(inst):
-            return _run_all(checks, inst, path, errors, ann)
+            return run(inst, path, errors, ann)
         return type_step is None or type_step(inst, path, errors, ann)
     return check
 
@@ -1517,7 +1521,7 @@ def _group_step(is_kind, checks, type_step):
 def _node(steps, own_ann):
     """The checker for one schema object; it keeps its own annotations for unevaluated*."""
     if not own_ann:
-        return lambda inst, path, errors, ann: _run_all(steps, inst, path, errors, ann)
+        return steps[0] if len(steps) == 1 else partial(_run_all, steps)
 
     def check(inst, path, errors, ann):
         mine = _Ann()
@@ -1695,7 +1699,7 @@ def _all_of_checks(fns):
         return None
     if len(fns) == 1:
         return fns[0]
-    return lambda inst, path, errors, ann: _run_all(fns, inst, path, errors, ann)
+    return partial(_run_all, fns)
 
 
 @_keyword("const")
@@ -2439,7 +2443,9 @@ class SchemaValidator(object):
     def apply_defaults(self, instance):
         """A new value: a deep copy of ``instance`` with defaults filled as Ajv's useDefaults does."""
         if not self._defaulter_ready:
-            self._prepare_defaults()
+            with _lock:
+                if not self._defaulter_ready:
+                    self._prepare_defaults()
         value = _copy(instance)
         if self._defaulter is not None:
             if self._dynamic:
@@ -2473,7 +2479,6 @@ def check_schema(schema, strict=False):
 
 
 _cache = {}
-_cache_lock = threading.Lock()
 
 
 def apply_defaults(schema, instance):
@@ -2486,7 +2491,7 @@ def apply_defaults(schema, instance):
     entry = _cache.get(key)
     if entry is None or entry[0] is not schema:
         validator = SchemaValidator(schema)
-        with _cache_lock:
+        with _lock:
             if len(_cache) >= 256:
                 _cache.clear()
             _cache[key] = (schema, validator)

@@ -185,6 +185,10 @@ def test_recursive_ref_paths_restart_at_the_called_schema():
     ({"maxLength": 1}, "\U0001F600", True),
     ({"multipleOf": 0.01}, 0.3, True),
     ({"multipleOf": 3}, 10 ** 30, False),
+    ({"type": "string", "format": "not-a-known-format"}, 1, False),
+    ({"maxContains": 2}, [1, 1, 1], True),
+    ({"$comment": "only a comment"}, 1, True),
+    ({"type": "object", "properties": {"a": True}, "additionalProperties": True}, {"b": 1}, True),
 ])
 def test_json_semantics(schema, instance, valid):
     assert SchemaValidator(schema).is_valid(instance) is valid

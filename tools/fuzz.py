@@ -82,6 +82,12 @@ def boom(input):
 def slow(input, ctx):
     time.sleep(min(abs(float(input.get("ms", 0))), 50) / 1000.0)
     return {"ok": True}
+
+
+@tool(id="hang")
+def hang(input, ctx):
+    time.sleep(min(abs(float(input.get("s", 0))), 30))
+    return {"ok": True}
 '''
 
 CHECKS_SOURCE = '''\
@@ -120,6 +126,8 @@ def write_pack(folder):
              "input": ECHO_INPUT, "output": {"type": "object"}},
             {"id": "boom", "modulePath": "tools/fuzz_tools.py", "input": {}, "output": {}},
             {"id": "slow", "modulePath": "tools/fuzz_tools.py", "input": {"type": "object"},
+             "output": {"type": "object"}},
+            {"id": "hang", "modulePath": "tools/fuzz_tools.py", "input": {"type": "object"},
              "output": {"type": "object"}},
         ],
         "guardrails": [{"id": "short", "checkModulePath": "checks/short.py",

@@ -22,36 +22,25 @@ import schema_lite  # noqa: E402
 DEFAULT_SHARED = os.path.join(os.path.dirname(REPO), "shared")
 REMOTE_BASE = "http://localhost:1234/"
 
-# Suite cases that fail on purpose, by (file, group description) -> reason.
-FORMAT_ASSERTED = ("Ajv (with ajv-formats) asserts this format; the suite treats format as an "
-                   "annotation here. Ajv's answer wins.")
+# Suite files whose failing cases are documented differences -> the reason.
 KNOWN_REASONS = {
     "vocabulary.json": ("custom meta-schemas with $vocabulary are not honoured: validation keywords "
                         "always apply (as in Ajv)"),
-    "format.json": FORMAT_ASSERTED,
+    "format.json": ("Ajv (with ajv-formats) asserts this format; the suite treats format as an "
+                    "annotation here. Ajv's answer wins."),
     "optional/format-assertion.json": ("format-assertion vocabulary via a custom meta-schema is not "
                                        "read; ajv-formats formats always assert, unknown ones never"),
-}
-META_REF = ("$ref to the draft 2020-12 meta-schema URI: schema_lite bundles no meta-schema documents, "
-            "so the reference does not resolve (pass it in remotes= to use it)")
-KNOWN_REASONS_BY_GROUP = {
-    ("defs.json", "validate definition against metaschema"): META_REF,
-    ("ref.json", "remote ref, containing refs itself"): META_REF,
-}
-
-
-KNOWN_REASONS.update({
     "optional/cross-draft.json": "documents of older drafts are read as draft 2020-12 (as Ajv2020 does)",
     "optional/float-overflow.json": ("1e308 / 0.5 overflows to Infinity, which is not an integer "
                                      "(JavaScript arithmetic, as in Ajv)"),
-})
+}
 AJV_FORMATS_ANSWER = "same answer as Ajv: ajv-formats' rule for this format differs from the suite's"
 UNKNOWN_FORMAT = "format not in ajv-formats: only an annotation (as in Ajv without strict mode)"
 
 
 def expected_failure(result):
     """True when a failing suite case is one of the documented differences."""
-    return result["file"] in KNOWN_REASONS or (result["file"], result["schema"]) in KNOWN_REASONS_BY_GROUP
+    return result["file"] in KNOWN_REASONS
 
 
 def load_remotes(shared):
@@ -117,7 +106,7 @@ def run_suite(shared):
 
 
 def reason(result):
-    known = KNOWN_REASONS.get(result["file"]) or KNOWN_REASONS_BY_GROUP.get((result["file"], result["schema"]))
+    known = KNOWN_REASONS.get(result["file"])
     if known:
         return known
     if result["group"] == "format":

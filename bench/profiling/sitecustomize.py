@@ -2,7 +2,7 @@
 
 Put this directory on PYTHONPATH and name an output file in
 KINDGI_BENCH_PROFILE; any Python process started so is profiled from its
-start, and when it exits normally (a SIGTERM drain included) it writes the
+start, and when it exits (normally or by os._exit, as after a SIGTERM drain) it writes the
 merged statistics to that file and the hottest functions to the file + ".txt":
 
     PYTHONPATH=bench/profiling KINDGI_BENCH_PROFILE=/tmp/ours.prof \\
@@ -74,6 +74,14 @@ def _start(out):
     profiles = _Profiles(out, TIMERS.get(os.environ.get("KINDGI_BENCH_PROFILE_TIMER"), time.thread_time))
     threading.Thread.run = profiles.wrap(threading.Thread.run)
     atexit.register(profiles.write)
+    exit_now = os._exit
+
+    def write_then_exit(code):
+        """kindgi_pack_min.py leaves by os._exit (no atexit): write first."""
+        profiles.write()
+        exit_now(code)
+
+    os._exit = write_then_exit
     profiles.main.enable()
 
 

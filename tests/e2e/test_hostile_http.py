@@ -34,6 +34,11 @@ import fuzz  # noqa: E402
 SOURCE = SERVICE.read_text()
 MAX_BODY = 10 * 1024 * 1024
 MAX_CONNECTIONS = int(re.search(r"^MAX_CONNECTIONS = (\d+)", SOURCE, re.M).group(1))
+def short_id(value):
+    """A readable test id for a parameter made of bytes."""
+    return repr(value[:40])[2:-1] if isinstance(value, bytes) else None
+
+
 slow = pytest.mark.skipif(bool(os.environ.get("KINDGI_TEST_PYTHON")),
                           reason="waits for the stall timeouts; runs on the main interpreter only")
 
@@ -177,7 +182,7 @@ def result_of(answer):
     (b"GET /healthz HTTP/1.1\r\n" + b"".join(b"x-%d: v\r\n" % i for i in range(200)) + b"\r\n", 431),
     (b"GET /healthz HTTP/1.1\r\n" + b"".join(b"x-%d: %s\r\n" % (i, b"v" * 1000) for i in range(80)) + b"\r\n",
      431),
-])
+], ids=short_id)
 def test_malformed_or_oversized_head_is_refused_and_closed(service, head, status):
     refused_and_closed(service, head, status)
 
@@ -224,7 +229,7 @@ SMUGGLED = b"GET /v1/info HTTP/1.1\r\nkindgi-pack-token: " + TOKEN.encode() + b"
     [b"transfer-encoding: chunked, chunked"],
     [b"transfer-encoding: gzip, chunked"],
     [b"transfer-encoding: identity"],
-])
+], ids=lambda framing: short_id(b" + ".join(framing)))
 def test_ambiguous_framing_is_refused_and_nothing_is_smuggled(service, framing):
     """Content-Length with Transfer-Encoding, or any framing a proxy could read differently."""
     head = b"POST /v1/invoke HTTP/1.1\r\nkindgi-pack-token: " + TOKEN.encode() + \
@@ -240,7 +245,8 @@ def test_chunked_under_http10_is_refused(service):
     refused_and_closed(service, data, 400)
 
 
-@pytest.mark.parametrize("size_line", [b"zz", b"-1", b"", b"0x5", b"1" * 17, b"5 5", b"\xff", b"5;" + b"e" * 9000])
+@pytest.mark.parametrize("size_line", [b"zz", b"-1", b"", b"0x5", b"1" * 17, b"5 5", b"\xff", b"5;" + b"e" * 9000],
+                         ids=short_id)
 def test_chunk_with_a_bad_size_is_refused(service, size_line):
     data = bare_invoke_head() + \
         b"transfer-encoding: chunked\r\n\r\n" + size_line + b"\r\nabcde\r\n0\r\n\r\n" + SMUGGLED
@@ -293,7 +299,7 @@ def test_expect_100_continue(service):
 
 # -- early answers over an unread body ---------------------------------------------
 
-@pytest.mark.parametrize("name, data, status", [
+EARLY = [
     ("404", fuzz.http_request("POST", "/nowhere", SMUGGLED), 404),
     ("405", fuzz.http_request("POST", "/healthz", SMUGGLED), 405),
     ("405 invoke", fuzz.http_request("PUT", "/v1/invoke", SMUGGLED, [("kindgi-pack-token", TOKEN)]), 405),
@@ -303,7 +309,10 @@ def test_expect_100_continue(service):
     ("415 absent", invoke(SMUGGLED, content_type=None), 415),
     ("413", bare_invoke_head() + b"content-length: %d\r\n\r\n" % (MAX_BODY + 1)
      + SMUGGLED, 413),
-])
+]
+
+
+@pytest.mark.parametrize("name, data, status", EARLY, ids=[name for name, _, _ in EARLY])
 def test_early_answer_closes_over_the_unread_body(service, name, data, status):
     """The body holds a whole request: it must not be answered as one."""
     refused_and_closed(service, data, status)

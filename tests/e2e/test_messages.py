@@ -22,27 +22,27 @@ TOOLS = '''\
 import time
 from kindgi import tool
 
-@tool(id="echo", input={}, output={})
+@tool(description="A test tool.", id="echo", input={}, output={})
 def echo(input):
     return {"input": input}
 
-@tool(id="strict", input={}, output={})
+@tool(description="A test tool.", id="strict", input={}, output={})
 def strict(input):
     return {"ok": True}
 
-@tool(id="bad-out", input={}, output={})
+@tool(description="A test tool.", id="bad-out", input={}, output={})
 def bad_out(input):
     return {"n": "not a number"}
 
-@tool(id="not-json", input={}, output={})
+@tool(description="A test tool.", id="not-json", input={}, output={})
 def not_json(input):
     return {"s": {1, 2}}
 
-@tool(id="boom", input={}, output={})
+@tool(description="A test tool.", id="boom", input={}, output={})
 def boom(input):
     raise ValueError("it broke")
 
-@tool(id="sleepy", input={}, output={})
+@tool(description="A test tool.", id="sleepy", input={}, output={})
 def sleepy(input, ctx):
     ctx.cancellation.wait(5)
     return {}
@@ -51,7 +51,7 @@ def sleepy(input, ctx):
 MULTI = '''\
 from kindgi import tool
 
-@tool(id="multi", version="%s", input={}, output={})
+@tool(description="A test tool.", id="multi", version="%s", input={}, output={})
 def multi(input):
     return {"version": "%s"}
 '''
@@ -59,7 +59,7 @@ def multi(input):
 OTHER = '''\
 from kindgi import tool
 
-@tool(id="someone-else", input={}, output={})
+@tool(description="A test tool.", id="someone-else", input={}, output={})
 def someone_else(input):
     return {}
 '''

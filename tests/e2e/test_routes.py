@@ -27,7 +27,7 @@ JSON_TYPE = "application/json; charset=utf-8"
 ECHO = '''\
 from kindgi import tool
 
-@tool(id="echo", version="1.0.0", input={"type": "object"}, output={})
+@tool(description="A test tool.", id="echo", version="1.0.0", input={"type": "object"}, output={})
 def echo(input):
     return input
 '''
@@ -35,7 +35,7 @@ def echo(input):
 SIZE = '''\
 from kindgi import tool
 
-@tool(id="size", version="1.0.0", input={"type": "object"}, output={})
+@tool(description="A test tool.", id="size", version="1.0.0", input={"type": "object"}, output={})
 def size(input):
     return {"chars": len(input["pad"])}
 '''
@@ -44,7 +44,7 @@ GATE = '''\
 import os, time
 from kindgi import tool
 
-@tool(id="gate", input={"type": "object"}, output={})
+@tool(description="A test tool.", id="gate", input={"type": "object"}, output={})
 def gate(input):
     base = os.path.join(input["dir"], input["name"])
     open(base + ".started", "w").close()
@@ -57,7 +57,7 @@ def gate(input):
 TOUCH = '''\
 from kindgi import tool
 
-@tool(id="touch", input={"type": "object"}, output={})
+@tool(description="A test tool.", id="touch", input={"type": "object"}, output={})
 def touch(input):
     open(input["path"], "w").close()
     return {"touched": True}

@@ -48,7 +48,7 @@ helper_agent = Agent(id="helper", version="1.0.0", name="Helper", instructions="
 helper_flow = Flow(id="helper-flow", version="1.0.0", nodes=[{"id": "start"}], edges=[])
 
 
-@tool(id="plain", input={"type": "object"}, output={})
+@tool(description="A test tool.", id="plain", input={"type": "object"}, output={})
 def plain(input):
     return {"doubled": input["n"] * 2}
 
@@ -104,7 +104,7 @@ def context_facts():
             "repr": repr(custom)}
 
 
-@tool(id="surface", version="1.0.0", input={"type": "object"}, output={})
+@tool(description="A test tool.", id="surface", version="1.0.0", input={"type": "object"}, output={})
 def surface(input, ctx):
     ctx.log.info("surface handler says hi", {"answer": 42})
     module_log.warn("module logger says hi", {"where": "module"})
@@ -150,7 +150,7 @@ from kindgi import tool
 class Thing:
     name: str
 
-@tool(id="typed", input=Thing, output={})
+@tool(description="A test tool.", id="typed", input=Thing, output={})
 def typed(input):
     return {}
 '''
@@ -172,12 +172,12 @@ class GreetOut(BaseModel):
     count: int
 
 
-@tool(id="greet", input=GreetIn, output=GreetOut)
+@tool(description="A test tool.", id="greet", input=GreetIn, output=GreetOut)
 def greet(input: GreetIn) -> GreetOut:
     return GreetOut(greetingText=(input.name + " ") * input.times, count=input.times)
 
 
-@tool(id="model-type", input=GreetIn, output={})
+@tool(description="A test tool.", id="model-type", input=GreetIn, output={})
 def model_type(input, ctx):
     return {"type": type(input).__name__, "times": input.times}
 
@@ -193,7 +193,7 @@ class Touchy(BaseModel):
         return value
 
 
-@tool(id="touchy", input=Touchy, output={})
+@tool(description="A test tool.", id="touchy", input=Touchy, output={})
 def touchy(input):
     return {"value": input.value}
 

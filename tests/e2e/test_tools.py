@@ -15,13 +15,13 @@ from conftest import PackWriter
 MULTI = '''\
 from kindgi import tool
 
-@tool(id="multi", version="%(v)s", input={}, output={})
+@tool(description="A test tool.", id="multi", version="%(v)s", input={}, output={})
 def multi(input):
     return {"version": "%(v)s"}
 '''
 
 MIXED = '''
-@tool(id="mixed", version=%(mixed)s, input={}, output={})
+@tool(description="A test tool.", id="mixed", version=%(mixed)s, input={}, output={})
 def mixed(input):
     return {"version": %(mixed)s}
 '''
@@ -30,52 +30,52 @@ BASIC = '''\
 import asyncio
 from kindgi import tool
 
-@tool(id="single", version="1.0.0", input={}, output={})
+@tool(description="A test tool.", id="single", version="1.0.0", input={}, output={})
 def single(input):
     return {"single": True}
 
-@tool(id="plain", input={}, output={})
+@tool(description="A test tool.", id="plain", input={}, output={})
 def plain(input):
     return {"plain": True}
 
-@tool(id="seen", input={}, output={})
+@tool(description="A test tool.", id="seen", input={}, output={})
 def seen(input):
     return {"seen": input}
 
-@tool(id="mutator", input={}, output={})
+@tool(description="A test tool.", id="mutator", input={}, output={})
 def mutator(input):
     seen = {"options": dict(input["options"]), "tags": list(input["tags"])}
     input["options"]["mutated"] = True
     input["tags"].append("mutated")
     return seen
 
-@tool(id="sync-one", input={}, output={})
+@tool(description="A test tool.", id="sync-one", input={}, output={})
 def sync_one(input):
     return {"args": 1, "input": input}
 
-@tool(id="sync-two", input={}, output={})
+@tool(description="A test tool.", id="sync-two", input={}, output={})
 def sync_two(input, ctx):
     return {"args": 2, "input": input, "tenant": ctx.tenant_id}
 
-@tool(id="async-one", input={}, output={})
+@tool(description="A test tool.", id="async-one", input={}, output={})
 async def async_one(input):
     await asyncio.sleep(0)
     return {"args": 1, "async": True, "input": input}
 
-@tool(id="async-two", input={}, output={})
+@tool(description="A test tool.", id="async-two", input={}, output={})
 async def async_two(input, ctx):
     await asyncio.sleep(0.01)
     return {"args": 2, "async": True, "run": ctx.run_id}
 
-@tool(id="returns", input={}, output={})
+@tool(description="A test tool.", id="returns", input={}, output={})
 def returns(input):
     return input["value"]
 
-@tool(id="anything", input={}, output={})
+@tool(description="A test tool.", id="anything", input={}, output={})
 def anything(input):
     return input["value"]
 
-@tool(id="bad-output", input={}, output={})
+@tool(description="A test tool.", id="bad-output", input={}, output={})
 def bad_output(input):
     return input["value"]
 '''
@@ -93,7 +93,7 @@ def attempt(action):
         return "AttributeError"
     return "allowed"
 
-@tool(id="context", input={}, output={})
+@tool(description="A test tool.", id="context", input={}, output={})
 def context(input, ctx):
     def set_env():
         ctx.env["NEW"] = "x"
@@ -149,7 +149,7 @@ OUTPUTS = {
     "shared": lambda: {"one": SHARED, "two": SHARED, "three": [SHARED, SHARED]},
 }
 
-@tool(id="not-json", input={}, output={})
+@tool(description="A test tool.", id="not-json", input={}, output={})
 def not_json(input):
     return OUTPUTS[input["kind"]]()
 '''
@@ -176,11 +176,11 @@ RAISE = {
 def fail_here(kind):
     raise RAISE[kind]()
 
-@tool(id="throw", input={}, output={})
+@tool(description="A test tool.", id="throw", input={}, output={})
 def throw(input):
     fail_here(input["kind"])
 
-@tool(id="async-throw", input={}, output={})
+@tool(description="A test tool.", id="async-throw", input={}, output={})
 async def async_throw(input):
     await asyncio.sleep(0)
     fail_here(input["kind"])
@@ -192,7 +192,7 @@ from .helpers import shout
 from ...lib.words import WORDS
 from lib import words as top_level_words
 
-@tool(id="relative", input={}, output={})
+@tool(description="A test tool.", id="relative", input={}, output={})
 def relative(input):
     return {"shout": shout(input["text"]), "words": WORDS, "topLevel": top_level_words.WORDS,
             "module": __name__, "package": __package__}
@@ -248,7 +248,7 @@ def service(module_launcher, tmp_path_factory):
     pack = PackWriter(tmp_path_factory.mktemp("tools"))
     pack.module("tools/v1.py", (MULTI + MIXED) % {"v": "1.0.0", "mixed": "None"})
     pack.module("tools/v2.py", (MULTI + MIXED) % {"v": "2.0.0", "mixed": '"2.0.0"'})
-    pack.module("tools/v10.py", MULTI % {"v": "1.0"})
+    pack.module("tools/v11.py", MULTI % {"v": "1.1.0"})
     pack.module("tools/strict.py", BASIC.replace('id="seen"', 'id="strict"'))
     pack.module("tools/basic.py", BASIC)
     pack.module("tools/context.py", CONTEXT)
@@ -259,7 +259,7 @@ def service(module_launcher, tmp_path_factory):
     pack.module("lib/words.py", WORDS)
     pack.tool("multi", "tools/v1.py", version="1.0.0")
     pack.tool("multi", "tools/v2.py", version="2.0.0")
-    pack.tool("multi", "tools/v10.py", version="1.0")
+    pack.tool("multi", "tools/v11.py", version="1.1.0")
     pack.tool("mixed", "tools/v1.py")
     pack.tool("mixed", "tools/v2.py", version="2.0.0")
     pack.tool("single", "tools/basic.py", version="1.0.0")
@@ -299,18 +299,18 @@ def mismatch(tool_id, listed, tail):
 
 # -- version selection ---------------------------------------------------------------
 
-@pytest.mark.parametrize("version", ["1.0.0", "2.0.0", "1.0"])
+@pytest.mark.parametrize("version", ["1.0.0", "2.0.0", "1.1.0"])
 def test_the_named_version_runs(service, version):
     assert output_of(service, "multi", version=version) == {"version": version}
 
 
 def test_several_versions_and_none_named(service):
-    assert call(service, "multi") == mismatch("multi", "1.0.0, 2.0.0, 1.0", "named none")
+    assert call(service, "multi") == mismatch("multi", "1.0.0, 2.0.0, 1.1.0", "named none")
 
 
 @pytest.mark.parametrize("asked", ["3.0.0", "1.0.0 ", "v1.0.0", "1", ""])
 def test_several_versions_and_another_named(service, asked):
-    assert call(service, "multi", version=asked) == mismatch("multi", "1.0.0, 2.0.0, 1.0", "asked for %s" % asked)
+    assert call(service, "multi", version=asked) == mismatch("multi", "1.0.0, 2.0.0, 1.1.0", "asked for %s" % asked)
 
 
 def test_unversioned_entry_prints_unversioned(service):
