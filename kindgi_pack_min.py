@@ -2050,7 +2050,7 @@ class Lifecycle:
     def stop(self, code):
         """Write ``stopped`` and leave now: threads stuck in pack code can't hold the exit.
 
-        The last words go from a thread of their own, given two seconds: a
+        The last words go from a thread of their own, given a second: a
         stderr nobody reads must not keep the process alive.
         """
         locked = self.lock.acquire(timeout=1.0)   # serve() may be stuck writing `listening`
@@ -2059,7 +2059,7 @@ class Lifecycle:
             self.lock.release()
         last_words = threading.Thread(target=self._last_words, daemon=True)
         last_words.start()
-        last_words.join(2.0)
+        last_words.join(1.0)
         os._exit(code)
 
     def _last_words(self):

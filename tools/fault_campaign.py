@@ -27,7 +27,6 @@ answer was lost or malformed, the exit was not 0, or it took 9 s or more.
 
 from __future__ import annotations
 
-import argparse
 import json
 import os
 import random
@@ -242,12 +241,9 @@ def run(args):
 
 
 def main(argv=None):
-    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    parser.add_argument("--seconds", type=float, default=30.0)
+    parser = fuzz.campaign_arguments(__doc__, 30.0)
     parser.add_argument("--clients", type=int, default=24)
     parser.add_argument("--cap", type=int, default=16)
-    parser.add_argument("--seed", type=int, default=1)
-    parser.add_argument("--python", default=sys.executable, help="the interpreter that runs the service")
     args = parser.parse_args(argv)
     tally, peaks, code, drain, records = run(args)
     errors = [r for r in records if r.get("kind") == "service-error"]

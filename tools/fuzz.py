@@ -650,13 +650,19 @@ def start_service(python, index, extra_env=None):
     return proc, port, records
 
 
-def main(argv=None):
-    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+def campaign_arguments(doc, seconds):
+    """An argument parser with the options every campaign script takes: seed, seconds, python."""
+    parser = argparse.ArgumentParser(description=doc.split("\n\n")[0])
     parser.add_argument("--seed", type=int, default=1)
-    parser.add_argument("--cases", type=int, default=20000)
-    parser.add_argument("--seconds", type=float, default=120.0)
-    parser.add_argument("--workers", type=int, default=8)
+    parser.add_argument("--seconds", type=float, default=seconds)
     parser.add_argument("--python", default=sys.executable, help="the interpreter that runs the service")
+    return parser
+
+
+def main(argv=None):
+    parser = campaign_arguments(__doc__, 120.0)
+    parser.add_argument("--cases", type=int, default=20000)
+    parser.add_argument("--workers", type=int, default=8)
     args = parser.parse_args(argv)
     with tempfile.TemporaryDirectory(prefix="kindgi-fuzz-") as folder:
         index = write_pack(folder)

@@ -331,8 +331,22 @@ def test_absent_artifact_version_is_an_empty_header(launcher, tmp_path):
     assert service.request("GET", "/v1/info").json["artifactVersion"] == ""
 
 
-def test_host_is_used(launcher, tmp_path):
-    service = launcher.start(echo_pack(tmp_path).write(), args=["--host", "127.0.0.1"])
+def test_non_ascii_artifact_version_is_never_a_500(launcher, tmp_path):
+    """It travels in a header: either the boot refuses it, naming the field, or invokes still answer 200."""
+    version = "\u0432\u0435\u0440\u0441\u0438\u044f-\u2713"
+    service = launcher.start(echo_pack(tmp_path).write(artifactVersion=version), expect_listening=False)
+    if not service.wait_listening():
+        problems = only_record(service, "boot-failed")["problems"]
+        assert len(problems) == 1 and "artifactVersion" in problems[0]
+        return
+    resp = service.call_tool("echo", {"x": 1})
+    assert resp.status == 200, resp
+    assert resp.json == {"v": 2, "kind": "result", "output": {"x": 1}}
+    assert resp.header("kindgi-artifact-version")
+
+
+def test_host_is_used_and_unknown_arguments_are_ignored(launcher, tmp_path):
+    service = launcher.start(echo_pack(tmp_path).write(), args=["--host", "127.0.0.1", "--frobnicate", "extra"])
     assert service.request("GET", "/healthz", token=False).status == 200
 
 

@@ -15,6 +15,11 @@ import asyncio
 from typing import Any
 from kindgi import guardrail, CheckResult, RunTrace
 
+class LeavingMapping(dict):
+    def items(self):
+        raise SystemExit("leaving while being read")
+
+
 @guardrail(id="g-one", check_id="chk-one")
 def one(config, trace):
     return CheckResult(passed=True, reason="one")
@@ -63,6 +68,8 @@ def returns(config, trace):
         return CheckResult(passed=True, judgeResponse="camel")
     if kind == "check-result-extra":
         return CheckResult(passed=True, score=0.5, labels=["a"])
+    if kind == "leaving-attributes":
+        return {"passed": True, "attributes": LeavingMapping(a=1)}
     return config["value"]
 
 @guardrail(id="boom")
@@ -154,8 +161,8 @@ def test_unknown_check(service):
 
 
 def test_module_without_the_check_is_shape_invalid(service):
-    assert check(service, "ghost") == error("check-shape-invalid", "Module 'checks/empty.py' does not define check \"ghost\"",
-                                            "ghost")
+    assert check(service, "ghost") == error(
+        "check-shape-invalid", "Module 'checks/empty.py' does not define check \"ghost\"", "ghost")
 
 
 # -- config ----------------------------------------------------------------------------------
@@ -301,6 +308,15 @@ def test_a_result_whose_to_wire_raises_is_an_answer_not_a_500(service):
     assert answer["code"] in ("handler-throw", "output-validation-failed")
     assert answer["checkId"] == "odd-wire"
     assert service.proc.poll() is None
+
+
+def test_a_result_that_raises_system_exit_when_read_is_an_answer(service):
+    for _ in range(2):
+        resp = service.call_check("returns", config={"kind": "leaving-attributes"})
+        assert resp.status == 200, resp
+        assert resp.json["kind"] == "error"
+        assert resp.json["checkId"] == "returns"
+    assert result_of(service, "plain") == {"passed": True}
 
 
 # -- running --------------------------------------------------------------------------------------

@@ -238,14 +238,32 @@ def test_two_blocking_async_handlers_keep_their_own_deadlines(service, tmp_path)
 
 # -- a caller that leaves ---------------------------------------------------------------------
 
-def send_and_hang_up(service, message, started_file):
+def invoke_bytes(message, extra_headers=""):
+    """An invoke request as raw HTTP/1.1 bytes."""
     body = json.dumps(message).encode()
     head = ("POST /v1/invoke HTTP/1.1\r\nhost: x\r\nkindgi-pack-token: %s\r\ncontent-type: application/json\r\n"
-            "content-length: %d\r\n\r\n" % (TOKEN, len(body))).encode()
+            "%scontent-length: %d\r\n\r\n" % (TOKEN, extra_headers, len(body))).encode()
+    return head + body
+
+
+def send_and_hang_up(service, message, wait):
+    """Send an invoke on a socket of its own, call ``wait()``, then close the socket mid-call."""
     with socket.create_connection(("127.0.0.1", service.port), timeout=5) as sock:
-        sock.sendall(head + body)
-        wait_for_lines(started_file, 1)
-    # leaving the block closes the socket mid-call
+        sock.sendall(invoke_bytes(message))
+        wait()
+
+
+def test_deadline_holds_when_the_caller_pipelines_its_next_request(service):
+    """The next request arriving mid-call makes the socket readable; that is not a hang-up."""
+    message = {"v": 2, "kind": "invoke", "tool": {"id": "nap"}, "input": {"seconds": 2.5},
+               "ctx": {"tenantId": "t", "runId": "r"}}
+    start = time.monotonic()
+    data = service.raw(invoke_bytes(message, "kindgi-timeout-ms: 300\r\n")
+                       + b"GET /healthz HTTP/1.1\r\nhost: x\r\n\r\n", read_until_close=False)
+    assert time.monotonic() - start < 2.0
+    assert data.startswith(b"HTTP/1.1 200 ")
+    assert data.endswith(b'{"v":2,"kind":"error","code":"deadline-exceeded","message":"nap passed its deadline",'
+                         b'"toolId":"nap"}')
 
 
 @pytest.mark.parametrize("tool_id,fired", [
@@ -257,7 +275,7 @@ def test_caller_hanging_up_cancels_the_call(service, tmp_path, tool_id, fired):
     message = {"v": 2, "kind": "invoke", "tool": {"id": tool_id}, "input": marker(tmp_path, "m"),
                "ctx": {"tenantId": "t", "runId": "r", "requestId": request_id}}
     start = time.monotonic()
-    send_and_hang_up(service, message, tmp_path / "m")
+    send_and_hang_up(service, message, lambda: wait_for_lines(tmp_path / "m", 1))
     assert wait_for_lines(tmp_path / "m", 2) == ["started", fired]
     assert time.monotonic() - start < 5
     record = service.wait_record("call", where=lambda r: r.get("requestId") == request_id)
@@ -266,12 +284,26 @@ def test_caller_hanging_up_cancels_the_call(service, tmp_path, tool_id, fired):
     assert record["message"].startswith("tool %s cancelled " % tool_id)
 
 
+def test_hang_up_is_recorded_without_waiting_for_a_sync_handler(service):
+    """``nap`` ignores its cancellation; the call is still settled when the caller leaves (cap is 2)."""
+    start = time.monotonic()
+    for i in range(2):
+        message = {"v": 2, "kind": "invoke", "tool": {"id": "nap"}, "input": {"seconds": 2.5},
+                   "ctx": {"tenantId": "t", "runId": "r", "requestId": "nap-hangup-%d" % i}}
+        send_and_hang_up(service, message, lambda: time.sleep(0.2))
+        record = service.wait_record("call", where=lambda r: r.get("requestId") == "nap-hangup-%d" % i)
+        assert record["outcome"] == "cancelled"
+    resp, _ = timed_call(service, "echo", {"after": "hang-ups"})
+    assert resp.json == {"v": 2, "kind": "result", "output": {"after": "hang-ups"}}
+    assert time.monotonic() - start < 2.0
+
+
 def test_hung_up_calls_free_their_slots(service, tmp_path):
     for i in range(3):  # more than the cap of 2
         name = "m%d" % i
         message = {"v": 2, "kind": "invoke", "tool": {"id": "wait-cancel"},
                    "input": dict(marker(tmp_path, name), limit=3), "ctx": {"tenantId": "t", "runId": "r"}}
-        send_and_hang_up(service, message, tmp_path / name)
+        send_and_hang_up(service, message, lambda: wait_for_lines(tmp_path / name, 1))
         assert wait_for_lines(tmp_path / name, 2)[1].startswith("fired=True")
     resp, _ = timed_call(service, "echo", {"ok": 1})
     assert resp.status == 200

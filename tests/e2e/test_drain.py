@@ -326,7 +326,9 @@ def test_stuck_stderr_does_not_hold_the_exit(pack_index):
     """A handler's record blocks on a stderr nobody reads: the drain must still end the process.
 
     Like any handler that never returns, it may hold the drain for 8 s; the
-    last words (``stopped``) get 2 s more, and can't be written here anyway.
+    service then gives its last words (``stopped``, which can't be written
+    here) up to 2 s more.  The bound is about the process ending at all, with
+    room for a loaded machine; it is not a timing measurement.
     """
     service = UnreadService(pack_index)
     try:
@@ -335,9 +337,9 @@ def test_stuck_stderr_does_not_hold_the_exit(pack_index):
                    "ctx": {"tenantId": "t", "runId": "r"}}
         caller = threading.Thread(target=post_quietly, args=(service.port, message), daemon=True)
         caller.start()
-        code, elapsed = service.stop_after_signal(DRAIN_SECONDS + 4)
+        code, elapsed = service.stop_after_signal(DRAIN_SECONDS + 6)
         assert code == 0, "still running %.1f s after SIGTERM" % elapsed
-        assert elapsed < DRAIN_SECONDS + 3.0
+        assert elapsed < DRAIN_SECONDS + 4.0
     finally:
         service.close()
 

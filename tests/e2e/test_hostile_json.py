@@ -9,6 +9,7 @@ the protocol names), never a 500, and the service keeps serving.
 from __future__ import annotations
 
 import json
+import re
 
 import pytest
 
@@ -121,17 +122,32 @@ def test_huge_floats_are_answered(service):
         message_of(post(service, invoke_body(b'{"n":' + number + b"}")))
 
 
+def assert_clean_answer(response):
+    """A 200 response message in UTF-8, read by its head only.
+
+    The answer may echo a nesting deeper than this process can decode under pytest.
+    """
+    assert response.status == 200, response
+    response.body.decode("utf-8")
+    assert re.match(rb'\{"v":2,"kind":"(result|error)",', response.body), response.body[:200]
+
+
 @pytest.mark.parametrize("opening, closing", [(b"[", b"]"), (b'{"a":', b"}")])
-@pytest.mark.parametrize("depth", [100000, 5000])
-def test_deep_nesting_is_malformed(service, opening, closing, depth):
+def test_deep_nesting_is_malformed(service, opening, closing):
+    depth = 100000
     assert_malformed(post(service, opening * depth + closing * depth))
     assert_malformed(post(service, invoke_body(b'{"x":' + opening * depth + closing * depth + b"}")))
 
 
-@pytest.mark.parametrize("depth", [200, 500, 900, 990])
-def test_deep_but_parseable_input(service, depth):
-    """Deep enough to strain recursion, shallow enough for the parser: a clean answer either way."""
-    message_of(post(service, invoke_body(b'{"x":' + b"[" * depth + b"]" * depth + b"}")))
+@pytest.mark.parametrize("opening, closing", [(b"[", b"]"), (b'{"a":', b"}")])
+@pytest.mark.parametrize("depth", [200, 500, 900, 990, 5000])
+def test_deep_but_parseable_input(service, opening, closing, depth):
+    """Deep enough to strain recursion, maybe shallow enough for the parser (3.13's goes deeper).
+
+    Either way a clean answer: a result, or an error message such as malformed-message.
+    """
+    assert_clean_answer(post(service, opening * depth + closing * depth))
+    assert_clean_answer(post(service, invoke_body(b'{"x":' + opening * depth + closing * depth + b"}")))
 
 
 def padded(size):

@@ -102,7 +102,8 @@ def service(module_launcher, tmp_path_factory):
     pack.tool("shapeless", "tools/other.py")
     pack.guardrail("ok", "checks/main.py")
     pack.guardrail("limit", "checks/main.py",
-                   config_schema={"type": "object", "properties": {"maxChars": {"type": "integer", "exclusiveMinimum": 0}}})
+                   config_schema={"type": "object",
+                                  "properties": {"maxChars": {"type": "integer", "exclusiveMinimum": 0}}})
     pack.guardrail("ghost", "checks/empty.py")
     return module_launcher.start(pack.write())
 
@@ -215,7 +216,8 @@ def test_tool_version_null_is_no_version(service):
 @pytest.mark.parametrize("ctx", [DROP, None, [], "ctx", {}, {"tenantId": "t"}, {"runId": "r"},
                                  {"tenantId": 1, "runId": "r"}, {"tenantId": "t", "runId": None}])
 def test_ctx_needs_tenant_and_run(service, ctx):
-    assert send(service, tool_message(ctx=ctx)) == error("malformed-message", "`ctx` needs string `tenantId` and `runId`")
+    assert send(service, tool_message(ctx=ctx)) == error("malformed-message",
+                                                         "`ctx` needs string `tenantId` and `runId`")
 
 
 def test_empty_tenant_and_run_strings_are_accepted(service):
@@ -269,7 +271,8 @@ def test_a_check_invoke_needs_no_ctx(service):
 
 def test_error_key_order_and_bytes(service):
     resp = post(service, json.dumps(tool_message(tool={"id": "nope"})).encode())
-    assert resp.body == b'{"v":2,"kind":"error","code":"tool-not-in-pack","message":"This pack has no tool \\"nope\\"",' \
+    assert resp.body == b'{"v":2,"kind":"error","code":"tool-not-in-pack",' \
+                        b'"message":"This pack has no tool \\"nope\\"",' \
                         b'"toolId":"nope"}'
 
 

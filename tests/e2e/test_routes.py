@@ -134,6 +134,12 @@ def json_headers(extra=None):
     return headers
 
 
+def invoke_head(framing):
+    """The head of a raw POST /v1/invoke with the token, a JSON type and ``framing`` (a header line)."""
+    return ("POST /v1/invoke HTTP/1.1\r\nhost: x\r\nkindgi-pack-token: %s\r\ncontent-type: application/json\r\n"
+            "%s\r\n\r\n" % (TOKEN, framing)).encode()
+
+
 def assert_answer(resp, status, body):
     """Status, exact compact body bytes, the JSON content type and a right content-length."""
     assert resp.status == status, resp
@@ -264,10 +270,16 @@ def test_body_of_exactly_10_mib_is_accepted(service):
     assert resp.json == {"v": 2, "kind": "result", "output": {"chars": pad}}
 
 
+def test_content_type_is_checked_before_the_size(service):
+    head = invoke_head("content-length: %d" % (MiB10 + 1)).replace(b"application/json", b"text/plain")
+    data = service.raw(head)
+    assert data.startswith(b"HTTP/1.1 415 ")
+    assert data.endswith(b'{"error":"Content-Type must be application/json"}')
+
+
 def test_body_one_byte_over_10_mib_is_413(service):
     body, _ = padded_size_message(MiB10 + 1)
-    head = ("POST /v1/invoke HTTP/1.1\r\nhost: x\r\nkindgi-pack-token: %s\r\n"
-            "content-type: application/json\r\ncontent-length: %d\r\n\r\n" % (TOKEN, len(body))).encode()
+    head = invoke_head("content-length: %d" % len(body))
     # The service may answer from the head alone; send the body only if it still listens.
     with socket.create_connection(("127.0.0.1", service.port), timeout=30) as sock:
         sock.sendall(head)
@@ -322,8 +334,7 @@ def test_chunked_body_of_exactly_10_mib_is_accepted(service):
 
 def test_chunked_body_one_byte_over_10_mib_is_413(service):
     body, _ = padded_size_message(MiB10 + 1)
-    head = ("POST /v1/invoke HTTP/1.1\r\nhost: x\r\nkindgi-pack-token: %s\r\n"
-            "content-type: application/json\r\ntransfer-encoding: chunked\r\n\r\n" % TOKEN).encode()
+    head = invoke_head("transfer-encoding: chunked")
     with socket.create_connection(("127.0.0.1", service.port), timeout=30) as sock:
         sock.sendall(head)
         try:
@@ -393,6 +404,8 @@ def test_missing_env_makes_readyz_and_invoke_503(launcher, tmp_path):
     # readiness comes before the content type
     resp = service.request("POST", "/v1/invoke", body=b"{}", headers={"content-type": "text/plain"})
     assert resp.status == 503
+    # and the token before readiness
+    assert service.call_tool("echo", {}, token="wrong").status == 401
     assert service.request("GET", "/healthz", token=False).json == {"status": "ok"}
     info = service.request("GET", "/v1/info")
     assert info.status == 200
@@ -495,6 +508,14 @@ def test_answers_are_compact_utf8_json(service):
     assert resp.header("content-length") == str(len(expected))
 
 
+def test_lone_surrogates_still_make_utf8_json(service):
+    body = b'{"v":2,"kind":"invoke","tool":{"id":"echo","version":"1.0.0"},"ctx":{"tenantId":"t","runId":"r"},' \
+           b'"input":{"text":"a\\ud800b\\udfff \xc3\xa9"}}'
+    resp = service.request("POST", "/v1/invoke", body=body, headers=json_headers())
+    assert resp.status == 200, resp
+    assert json.loads(resp.body.decode("utf-8"))["output"] == {"text": "a\ud800b\udfff \u00e9"}
+
+
 def test_keep_alive_connection_is_reused(service):
     conn = service.connection()
     try:
@@ -517,8 +538,7 @@ def test_keep_alive_connection_is_reused(service):
 
 def test_keep_alive_over_raw_socket_serves_pipelined_requests(service):
     body = echo_bytes({"p": 1})
-    one = ("POST /v1/invoke HTTP/1.1\r\nhost: x\r\nkindgi-pack-token: %s\r\ncontent-type: application/json\r\n"
-           "content-length: %d\r\n\r\n" % (TOKEN, len(body))).encode() + body
+    one = invoke_head("content-length: %d" % len(body)) + body
     last = b"GET /healthz HTTP/1.1\r\nhost: x\r\nconnection: close\r\n\r\n"
     data = service.raw(one + one + last)
     assert data.count(b"HTTP/1.1 200 ") == 3
@@ -541,8 +561,7 @@ def test_ignored_headers_do_not_change_the_answer(service):
 
 def test_process_keeps_serving_after_a_client_leaves_mid_request(service):
     body = echo_bytes({"x": 1})
-    head = ("POST /v1/invoke HTTP/1.1\r\nhost: x\r\nkindgi-pack-token: %s\r\ncontent-type: application/json\r\n"
-            "content-length: %d\r\n\r\n" % (TOKEN, len(body))).encode()
+    head = invoke_head("content-length: %d" % len(body))
     with socket.create_connection(("127.0.0.1", service.port), timeout=5) as sock:
         sock.sendall(head + body[:5])
     resp = service.request("POST", "/v1/invoke", body=echo_message({"after": True}))

@@ -134,6 +134,14 @@ def circular_list():
     items.append(items)
     return {"items": items}
 
+class RaisingMapping(dict):
+    def items(self):
+        raise RuntimeError("no items today")
+
+class LeavingMapping(dict):
+    def items(self):
+        raise SystemExit("leaving while being read")
+
 SHARED = {"x": 1}
 
 OUTPUTS = {
@@ -147,6 +155,8 @@ OUTPUTS = {
     "bytes": lambda: {"b": b"raw"},
     "slash-key": lambda: {"a/b": {"c~d": {1}}},
     "shared": lambda: {"one": SHARED, "two": SHARED, "three": [SHARED, SHARED]},
+    "raising-mapping": lambda: {"m": RaisingMapping(a=1)},
+    "leaving-mapping": lambda: {"list": [LeavingMapping(a=1)]},
 }
 
 @tool(description="A test tool.", id="not-json", input={}, output={})
@@ -523,7 +533,7 @@ def test_context_with_only_the_required_fields(service):
 @pytest.mark.parametrize("kind,path", [
     ("set", "/s"), ("nan", "/values/1"), ("inf", "/deep/x/1/y"), ("circular", "/self"),
     ("circular-list", "/items/1"), ("object", "/obj"), ("root-object", ""), ("bytes", "/b"),
-    ("slash-key", "/a~1b/c~0d"),
+    ("slash-key", "/a~1b/c~0d"), ("raising-mapping", "/m"), ("leaving-mapping", "/list/0"),
 ])
 def test_output_that_is_not_json(service, kind, path):
     answer = call(service, "not-json", {"kind": kind})
@@ -583,3 +593,32 @@ def test_relative_imports_and_folders_without_init(service):
     got = output_of(service, "relative", {"text": "hey"})
     assert got == {"shout": "HEY!", "words": ["alpha", "beta"], "topLevel": ["alpha", "beta"],
                    "module": "_kindgi_pack.tools.sub.relative", "package": "_kindgi_pack.tools.sub"}
+
+
+# -- the call record ------------------------------------------------------------------------------
+
+def test_call_record_fields(service):
+    ctx = {"tenantId": "ten-r", "runId": "run-r", "projectId": "proj-r", "orgId": "org-r", "requestId": "req-record"}
+    trace_id = "4bf92f3577b34da6a3ce929d0e0e4736"
+    resp = service.call_tool("plain", {}, ctx=ctx, headers={"traceparent": "00-%s-00f067aa0ba902b7-01" % trace_id})
+    assert resp.json["kind"] == "result"
+    record = service.wait_record("call", where=lambda r: r.get("requestId") == "req-record")
+    assert list(record)[:14] == ["time", "level", "severity", "subsystem", "message", "traceId", "spanId",
+                                 "requestId", "tenantId", "projectId", "orgId", "runId", "toolId", "event"]
+    assert record["traceId"] == trace_id
+    assert len(record["spanId"]) == 16 and record["spanId"] != "00f067aa0ba902b7"
+    assert (record["tenantId"], record["projectId"], record["orgId"], record["runId"]) == \
+        ("ten-r", "proj-r", "org-r", "run-r")
+    assert (record["level"], record["kind"], record["target"], record["id"], record["toolId"], record["outcome"]) == \
+        ("info", "call", "tool", "plain", "plain", "ok")
+    assert (record["packId"], record["artifactVersion"]) == ("test-pack", "art-1")
+    assert isinstance(record["durationMs"], int)
+    assert record["message"] == "tool plain ok %dms" % record["durationMs"]
+    assert record["inMessage"] == ["target", "id", "outcome", "durationMs"]
+
+
+def test_call_record_of_a_failed_call_is_a_warning(service):
+    call(service, "throw", {"kind": "value-error"})
+    record = service.wait_record("call", where=lambda r: r.get("toolId") == "throw")
+    assert record["level"] == "warn"
+    assert record["outcome"] == "handler-throw"
