@@ -838,9 +838,19 @@ def _parse_int(text):
     return int(text)
 
 
+LONG_DIGITS = re.compile(rb"[0-9]{%d}" % (MAX_INT_DIGITS + 1))
+
+
 def parse_json(body):
-    """Strict JSON: UTF-8 only, no NaN/Infinity, integers of sane length."""
-    return json.loads(body.decode("utf-8"), parse_constant=_reject_constant, parse_int=_parse_int)
+    """Strict JSON: UTF-8 only, no NaN/Infinity, integers of sane length.
+
+    The digit-length hook costs a Python call per integer, so it runs only
+    when the body has a run of digits that long at all (in a string, maybe).
+    """
+    text = body.decode("utf-8")
+    if LONG_DIGITS.search(body):
+        return json.loads(text, parse_constant=_reject_constant, parse_int=_parse_int)
+    return json.loads(text, parse_constant=_reject_constant)
 
 
 def dump_json(value):
@@ -958,53 +968,59 @@ def json_issues(value):
     """Where a value stops being JSON: an Ajv-shaped issue per offending place.
 
     Walks with an explicit stack, so a deeply nested value can't exhaust
-    Python's; ``on_path`` holds the containers above the current one, which
-    is how a circular reference is told apart from a shared one.
+    Python's.  A place is a ``(parent, key)`` link, turned into a pointer only
+    for an issue, so a deep value costs linear time.  ``on_path`` holds the
+    containers above the current one: that tells a circular reference from a
+    shared one.
     """
     issues = []
-    stack = [(value, ())]
+    stack = [(value, None)]
     on_path = set()
     steps = 0
     while stack and len(issues) < 20 and steps < 1000000:
-        item, path = stack.pop()
+        item, place = stack.pop()
         steps += 1
         if item is _LEAVE:
-            on_path.discard(path)
+            on_path.discard(place)
         elif isinstance(item, bool) or item is None or isinstance(item, str):
             pass
         elif isinstance(item, int):
             if item.bit_length() > MAX_INT_DIGITS * 3:
-                issues.append(_json_issue(path, "must have at most %d digits" % MAX_INT_DIGITS))
+                issues.append(_json_issue(place, "must have at most %d digits" % MAX_INT_DIGITS))
         elif isinstance(item, float):
             if item != item or item in (float("inf"), float("-inf")):
-                issues.append(_json_issue(path, "must be a finite number, not %r" % item))
+                issues.append(_json_issue(place, "must be a finite number, not %r" % item))
         elif isinstance(item, (dict, list, tuple)):
             if id(item) in on_path:
-                issues.append(_json_issue(path, "must not contain itself (a circular reference)"))
+                issues.append(_json_issue(place, "must not contain itself (a circular reference)"))
+                continue
+            try:
+                children = list(item.items() if isinstance(item, dict) else enumerate(item))
+            except BaseException as exc:  # pack code
+                issues.append(_json_issue(place, "must be JSON: reading its %s raised %s"
+                                          % (type(item).__name__, type(exc).__name__)))
                 continue
             on_path.add(id(item))
             stack.append((_LEAVE, id(item)))
-            try:
-                children = list(item.items() if isinstance(item, dict) else enumerate(item))
-            except Exception as exc:
-                issues.append(_json_issue(path, "must be JSON: reading its %s raised %s"
-                                          % (type(item).__name__, type(exc).__name__)))
-                continue
             for key, child in children:
                 if not isinstance(key, (str, int, float, bool)) and key is not None:
-                    issues.append(_json_issue(path + (_safe_str(key),),
+                    issues.append(_json_issue((place, _safe_str(key)),
                                               "must have a string key, not %s" % type(key).__name__))
-                stack.append((child, path + (key,)))
+                stack.append((child, (place, key)))
         else:
-            issues.append(_json_issue(path, "must be JSON, not %s" % type(item).__name__))
+            issues.append(_json_issue(place, "must be JSON, not %s" % type(item).__name__))
     return issues
 
 
 _LEAVE = object()
 
 
-def _json_issue(path, message):
-    return {"instancePath": _pointer(path), "schemaPath": "#", "keyword": "type",
+def _json_issue(place, message):
+    path = []
+    while place is not None:
+        place, key = place
+        path.append(key)
+    return {"instancePath": _pointer(reversed(path)), "schemaPath": "#", "keyword": "type",
             "params": {"type": "json"}, "message": message}
 
 
@@ -1012,10 +1028,10 @@ def to_json_text(value):
     """``(text, None)`` for a JSON-able value, else ``(None, issues)``."""
     try:
         return json.dumps(value, ensure_ascii=False, separators=(",", ":"), allow_nan=False), None
-    except Exception:  # pack objects can raise anything while they are read
+    except BaseException:  # pack objects can raise anything while they are read, SystemExit too
         issues = json_issues(value)
         if not issues:
-            issues = [_json_issue((), "must be nested less deeply to be written as JSON")]
+            issues = [_json_issue(None, "must be nested less deeply to be written as JSON")]
         return None, issues
 
 
@@ -1120,15 +1136,29 @@ def run_pack_code(call, fn, args, is_async):
     if not is_async:
         return fn(*args)
     loop = _thread_loop()
-    task = loop.create_task(_as_coroutine(fn(*args)))
+    task = loop.create_task(_guarded(call, fn(*args)))
     call.on_cancel.append(lambda: loop.call_soon_threadsafe(task.cancel))
     if call.cancellation.cancelled:
         task.cancel()
-    return loop.run_until_complete(task)
+    value, raised = loop.run_until_complete(task)
+    if raised is not None:
+        raise raised
+    return value
 
 
-async def _as_coroutine(awaitable):
-    return await awaitable
+async def _guarded(call, awaitable):
+    """Await pack code, handing back what it raised.
+
+    Before Python 3.11 a task whose coroutine raises CancelledError ends
+    "cancelled" and the message is lost; only the call's own cancellation
+    may end the task that way.
+    """
+    try:
+        return await awaitable, None
+    except BaseException as exc:  # pack code
+        if _cancelled_by_us(call, exc):
+            raise
+        return None, exc
 
 
 def _cancelled_by_us(call, exc):
@@ -1204,7 +1234,7 @@ def _checked_output(entry, tool_id, output):
     except (ValueError, RecursionError) as exc:  # e.g. an int over the digit limit
         return error_message("output-validation-failed", 'Tool "%s" handler produced output that is not JSON: %s'
                              % (tool_id, exc), "toolId", tool_id, issues=json_issues(output) or [
-                                 _json_issue((), "must be JSON: %s" % exc)])
+                                 _json_issue(None, "must be JSON: %s" % exc)])
     if not entry.output_validator.is_valid(value):
         return error_message("output-validation-failed",
                              'Tool "%s" handler produced output that failed validation' % tool_id,
@@ -1668,7 +1698,7 @@ class PackRequestHandler(BaseHTTPRequestHandler):
         lines.extend("%s: %s" % h for h in headers)
         if self.close_connection:
             lines.append("connection: close")
-        head = ("\r\n".join(lines) + "\r\n\r\n").encode("latin-1")
+        head = ("\r\n".join(lines) + "\r\n\r\n").encode("utf-8")  # an index may hold non-ASCII
         request = self.request_head
         data = head if request is not None and request.method == "HEAD" else head + body
         try:
@@ -1784,7 +1814,7 @@ class PackRequestHandler(BaseHTTPRequestHandler):
         status = 200
         try:
             answer = call.run(service, call, message)
-        except Exception as exc:  # not pack code's (that is answered inside): the service's own bug
+        except BaseException as exc:  # pack code's throws are answered inside: this is the service's bug
             service.records.write("error", "Call failed inside the service: %s: %s"
                                   % (type(exc).__name__, _safe_str(exc)),
                                   event="service-error", fields={"stack": traceback.format_exc()})

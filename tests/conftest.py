@@ -59,6 +59,7 @@ class Service:
         self.port = None
         self._listening = threading.Event()
         self._ended = threading.Event()
+        self._stdout_ended = threading.Event()
         threading.Thread(target=self._read_stderr, daemon=True).start()
         threading.Thread(target=self._read_stdout, daemon=True).start()
 
@@ -80,6 +81,7 @@ class Service:
     def _read_stdout(self):
         for line in self.proc.stdout:
             self.stdout.append(line.decode("utf-8", "replace").rstrip("\n"))
+        self._stdout_ended.set()
 
     def wait_listening(self, timeout=BOOT_SECONDS):
         deadline = time.monotonic() + timeout
@@ -93,6 +95,7 @@ class Service:
     def wait_exit(self, timeout=15):
         code = self.proc.wait(timeout)
         self._ended.wait(5)
+        self._stdout_ended.wait(5)
         return code
 
     # -- records ---------------------------------------------------------------
