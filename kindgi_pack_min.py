@@ -47,25 +47,22 @@ if __name__ == "__main__":
     # waits, where an unhandled one kills the service (or, as PID 1, is ignored).
     signal.pthread_sigmask(signal.SIG_BLOCK, {signal.SIGTERM, signal.SIGINT})
 
-import dataclasses  # noqa: E402  (the imports below take time the signals must not be lost in)
-import functools
+import functools  # noqa: E402  (the imports below take time the signals must not be lost in)
 import hashlib
 import hmac
 import importlib
 import importlib.machinery
-import inspect
+import io
 import json
 import os
 import re
-import secrets as _secrets
 import selectors
 import socket
 import socketserver
+import struct
 import threading
 import time
-import traceback
 import types
-import typing
 from collections.abc import Mapping, MutableMapping
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 
@@ -101,6 +98,8 @@ SOCKET_SECONDS = 10.0                # any single read or write
 MAX_HEAD_LINE = 8192
 MAX_HEAD_BYTES = 65536
 MAX_HEADERS = 100
+MAX_PENDING_RECORDS = 10000         # queued record lines before writers wait for stderr
+RECORD_BATCH_SECONDS = 0.005        # how long queued records wait to share a write
 MAX_INT_DIGITS = 4300                # Python 3.11+'s int/str limit, kept on every version
 JSON_CONTENT_TYPE = "application/json; charset=utf-8"
 
@@ -144,7 +143,15 @@ def _without(value, secret, depth=0):
 
 def _utc_now():
     now = time.time()
-    return time.strftime("%Y-%m-%dT%H:%M:%S", time.gmtime(now)) + ".%03dZ" % (int(now * 1000) % 1000)
+    return _utc_second(int(now)) + ".%03dZ" % (int(now * 1000) % 1000)
+
+
+@functools.lru_cache(maxsize=2)
+def _utc_second(second):
+    return time.strftime("%Y-%m-%dT%H:%M:%S", time.gmtime(second))
+
+
+_dump_record = json.JSONEncoder(ensure_ascii=False, separators=(",", ":"), default=repr).encode
 
 
 class Records:
@@ -162,24 +169,29 @@ class Records:
         self.fd = fd
         self.rank = LEVELS.index(level)
         self.ranks = {name: LEVELS.index(lv) for name, lv in (levels or {}).items()}
+        self.known = {}   # (level, subsystem) -> enabled, as worked out
         self.pretty = pretty
         self.secret = None   # the token: caller-sent text can carry it into a record
-        self.lock = threading.Lock()
+        self.lock = threading.Lock()    # held while writing
+        self.pending = []               # encoded lines queued, in order
+        self.queued = threading.Event()
+        self.flusher = None
 
     def enabled(self, level, subsystem="pack"):
-        rank = self.ranks.get(subsystem)
-        if rank is None:
-            rank = self.ranks.get(subsystem.split(".", 1)[0], self.rank)
-        return LEVELS.index(level) <= rank
+        try:
+            return self.known[level, subsystem]
+        except KeyError:
+            rank = self.ranks.get(subsystem)
+            if rank is None:
+                rank = self.ranks.get(subsystem.split(".", 1)[0], self.rank)
+            answer = LEVELS.index(level) <= rank
+            if len(self.known) < 256:   # pack code names subsystems: keep the table small
+                self.known[level, subsystem] = answer
+            return answer
 
     def write(self, level, message, event=None, subsystem="pack", always=False, fields=None,
               lock_timeout=-1):
-        """Write one record; ``always`` is for lifecycle records.
-
-        With ``lock_timeout``, a record that can't have the lock in time is
-        written anyway, on a line of its own: the last words of a process
-        whose stderr is stuck mid-record.
-        """
+        """Write one record; ``always`` is for lifecycle records, written at once (see ``flush``)."""
         if not always and not self.enabled(level, subsystem):
             return
         record = {"time": _utc_now(), "level": level, "severity": SEVERITY[level],
@@ -198,12 +210,47 @@ class Records:
         if self.secret and self.secret in line:
             line = self._line(_without(record, self.secret))
         data = (line + "\n").encode("utf-8", "backslashreplace")
-        locked = self.lock.acquire(timeout=lock_timeout)
+        if always or lock_timeout >= 0 or self.flusher is None or len(self.pending) >= MAX_PENDING_RECORDS:
+            self.flush(data, lock_timeout)
+            return
+        self.pending.append(data)
+        if not self.queued.is_set():
+            self.queued.set()
+
+    def flush(self, data=b"", lock_timeout=-1):
+        """Write the queued lines, then ``data``, now.
+
+        With ``lock_timeout``, a line that can't have the lock in time is
+        written anyway, on a line of its own: the last words of a process
+        whose stderr is stuck mid-record.
+        """
+        if not self.lock.acquire(timeout=lock_timeout):
+            self._write_all(b"\n" + data)
+            return
         try:
-            self._write_all(data if locked else b"\n" + data)
+            batch, self.pending = self.pending, []
+            batch.append(data)
+            self._write_all(b"".join(batch))
         finally:
-            if locked:
-                self.lock.release()
+            self.lock.release()
+
+    def start_flusher(self):
+        """From now on a call's record is queued, and a thread writes the queue.
+
+        A write to stderr is a system call that also hands the interpreter
+        to another thread; one write per few milliseconds instead of one per
+        call is a fifth of a quick call's cost.  Lifecycle records and last
+        words are still written at once, after what is queued.
+        """
+        self.flusher = threading.Thread(target=self._flush_queued, name="records", daemon=True)
+        self.flusher.start()
+
+    def _flush_queued(self):
+        while True:
+            self.queued.wait()
+            time.sleep(RECORD_BATCH_SECONDS)   # a burst gathers: one write carries it
+            self.queued.clear()
+            self.flush()
 
     def _write_all(self, data):
         view = memoryview(data)
@@ -216,7 +263,7 @@ class Records:
     def _line(self, record):
         if self.pretty:
             return self._pretty(record)
-        return json.dumps(record, ensure_ascii=False, separators=(",", ":"), default=repr)
+        return _dump_record(record)
 
     @staticmethod
     def _pretty(record):
@@ -838,28 +885,38 @@ def _parse_int(text):
     return int(text)
 
 
-LONG_DIGITS = re.compile(rb"[0-9]{%d}" % (MAX_INT_DIGITS + 1))
+LONG_DIGITS = re.compile(r"[0-9]{%d}" % (MAX_INT_DIGITS + 1))
+
+# Made once: json.dumps and json.loads with options build an encoder or decoder per call.
+_load_strict = json.JSONDecoder(parse_constant=_reject_constant).decode
+_load_strict_digits = json.JSONDecoder(parse_constant=_reject_constant, parse_int=_parse_int).decode
+dump_compact = json.JSONEncoder(ensure_ascii=False, separators=(",", ":"), allow_nan=False).encode
+_dump_compact_ascii = json.JSONEncoder(separators=(",", ":"), allow_nan=False).encode
 
 
 def parse_json(body):
-    """Strict JSON: UTF-8 only, no NaN/Infinity, integers of sane length.
+    """Strict JSON: UTF-8 only, no NaN/Infinity, integers of sane length."""
+    return load_json_text(body.decode("utf-8"))
+
+
+def load_json_text(text):
+    """Strict JSON from text.
 
     The digit-length hook costs a Python call per integer, so it runs only
-    when the body has a run of digits that long at all (in a string, maybe).
+    when the text has a run of digits that long at all (in a string, maybe).
     """
-    text = body.decode("utf-8")
-    if LONG_DIGITS.search(body):
-        return json.loads(text, parse_constant=_reject_constant, parse_int=_parse_int)
-    return json.loads(text, parse_constant=_reject_constant)
+    if LONG_DIGITS.search(text):
+        return _load_strict_digits(text)
+    return _load_strict(text)
 
 
 def dump_json(value):
     """Compact JSON text; lone surrogates are escaped so the bytes stay UTF-8."""
-    text = json.dumps(value, ensure_ascii=False, separators=(",", ":"), allow_nan=False)
+    text = dump_compact(value)
     try:
         return text.encode("utf-8")
     except UnicodeEncodeError:
-        return json.dumps(value, separators=(",", ":"), allow_nan=False).encode("ascii")
+        return _dump_compact_ascii(value).encode("ascii")
 
 
 def read_envelope(body):
@@ -917,7 +974,7 @@ def trace_fields(header):
     if version == "ff" or (version == "00" and (len(header) != 55 or rest)) \
             or trace_id == "0" * 32 or parent_id == "0" * 16:
         return {}
-    return {"traceId": trace_id, "spanId": _secrets.token_hex(8)}
+    return {"traceId": trace_id, "spanId": os.urandom(8).hex()}
 
 
 # ---------------------------------------------------------------------------
@@ -931,13 +988,22 @@ def _safe_str(value):
         return "<%s with an unprintable message>" % type(value).__name__
 
 
+def format_stack(exc):
+    """The traceback of ``exc`` as text ("" if even that fails).
+
+    ``traceback`` is imported at the first throw, not at boot: it costs a
+    tenth of the boot, and many services never see one.
+    """
+    try:
+        import traceback
+        return "".join(traceback.format_exception(type(exc), exc, exc.__traceback__))
+    except BaseException:
+        return ""
+
+
 def serialize_cause(exc):
     """``{name, message, stack}`` for a throw from pack code."""
-    try:
-        stack = "".join(traceback.format_exception(type(exc), exc, exc.__traceback__))
-    except BaseException:
-        stack = ""
-    return {"name": type(exc).__name__, "message": _safe_str(exc), "stack": stack}
+    return {"name": type(exc).__name__, "message": _safe_str(exc), "stack": format_stack(exc)}
 
 
 def _pointer(parts):
@@ -1027,7 +1093,7 @@ def _json_issue(place, message):
 def to_json_text(value):
     """``(text, None)`` for a JSON-able value, else ``(None, issues)``."""
     try:
-        return json.dumps(value, ensure_ascii=False, separators=(",", ":"), allow_nan=False), None
+        return dump_compact(value), None
     except BaseException:  # pack objects can raise anything while they are read, SystemExit too
         issues = json_issues(value)
         if not issues:
@@ -1230,7 +1296,7 @@ def _checked_output(entry, tool_id, output):
         return error_message("output-validation-failed", 'Tool "%s" output schema failed to compile: %s'
                              % (tool_id, entry.output_schema_error), "toolId", tool_id)
     try:
-        value = json.loads(text, parse_int=_parse_int)
+        value = load_json_text(text)
     except (ValueError, RecursionError) as exc:  # e.g. an int over the digit limit
         return error_message("output-validation-failed", 'Tool "%s" handler produced output that is not JSON: %s'
                              % (tool_id, exc), "toolId", tool_id, issues=json_issues(output) or [
@@ -1457,7 +1523,7 @@ ROUTES = {"/v1/invoke": ("POST", True), "/v1/info": ("GET", True),
 
 
 def _body(obj):
-    return json.dumps(obj, separators=(",", ":")).encode()
+    return _dump_compact_ascii(obj).encode()
 
 
 BAD_TOKEN = _body({"error": "Bad pack token"})
@@ -1494,6 +1560,18 @@ def read_request_head(rfile, on_first_byte):
     if not arrived:
         return None
     on_first_byte()
+    end = arrived.find(b"\r\n\r\n") + 4
+    if end > 4 and METHOD_START.match(arrived) and arrived.count(b"\n", 0, end) == arrived.count(b"\r\n", 0, end):
+        lines = rfile.read(end).split(b"\r\n")[:-2]   # the whole head has come: one read
+    else:
+        lines = _read_head_lines(rfile, arrived)
+        if lines is None:
+            return None
+    return _parse_head(lines)
+
+
+def _read_head_lines(rfile, arrived):
+    """The head line by line, when it has not all come at once; lines without their ends."""
     arrived = arrived.lstrip(b"\r\n")
     if arrived and not METHOD_START.match(arrived):
         raise HttpError(400, "Malformed request line")  # now: a line that never ends must not wait
@@ -1504,8 +1582,30 @@ def read_request_head(rfile, on_first_byte):
         return None
     if len(line) > MAX_HEAD_LINE:
         raise HttpError(414, "Request line too long")
-    parts = line.rstrip(b"\r\n").split(b" ")
-    if len(parts) != 3 or not parts[1] or not line.endswith(b"\n"):
+    if not line.endswith(b"\n"):
+        raise HttpError(400, "Malformed request line")
+    lines = [line]
+    total = len(line)
+    while True:
+        line = rfile.readline(MAX_HEAD_LINE + 1)
+        total += len(line)
+        if not line:
+            raise HttpError(400, "Incomplete request head")
+        if total > MAX_HEAD_BYTES or len(line) > MAX_HEAD_LINE:
+            raise HttpError(431, "Request header fields too large")
+        if line in (b"\r\n", b"\n"):
+            return [x.rstrip(b"\r\n") for x in lines]
+        if len(lines) > MAX_HEADERS:
+            raise HttpError(431, "Request header fields too large")
+        lines.append(line)
+
+
+def _parse_head(lines):
+    """A Request from the request line and header lines."""
+    if len(lines) > MAX_HEADERS + 1:
+        raise HttpError(431, "Request header fields too large")
+    parts = lines[0].split(b" ")
+    if len(parts) != 3 or not parts[1]:
         raise HttpError(400, "Malformed request line")
     if not parts[0] or parts[0].translate(None, TOKEN_BYTES):
         raise HttpError(400, "Malformed request method")
@@ -1521,21 +1621,12 @@ def read_request_head(rfile, on_first_byte):
     request.method, request.target, request.version = method, target, version
     request.path = target.split("?", 1)[0]
     request.headers = headers = {}
-    total = len(line)
     lengths = set()
-    while True:
-        line = rfile.readline(MAX_HEAD_LINE + 1)
-        total += len(line)
-        if not line:
-            raise HttpError(400, "Incomplete request head")
-        if total > MAX_HEAD_BYTES or len(line) > MAX_HEAD_LINE or len(headers) >= MAX_HEADERS:
-            raise HttpError(431, "Request header fields too large")
-        if line in (b"\r\n", b"\n"):
-            break
+    for line in lines[1:]:
         if line[:1] in (b" ", b"\t"):
             raise HttpError(400, "Obsolete header line folding")
         name, colon, value = line.partition(b":")
-        value = value.strip(b" \t\r\n")
+        value = value.strip(b" \t")
         if not colon or not name or name.translate(None, TOKEN_BYTES) or b"\r" in value or b"\0" in value:
             raise HttpError(400, "Malformed header line")
         name, value = name.decode("ascii").lower(), value.decode("latin-1")
@@ -1597,6 +1688,41 @@ def read_chunked(rfile, limit):
     raise HttpError(431, "Too many trailer fields")
 
 
+class SocketReader(io.RawIOBase):
+    """A connection's raw input; a read the kernel timed out raises ``socket.timeout``."""
+
+    def __init__(self, sock):
+        io.RawIOBase.__init__(self)
+        self.sock = sock
+
+    def readable(self):
+        return True
+
+    def readinto(self, buffer):
+        try:
+            return self.sock.recv_into(buffer)
+        except BlockingIOError:   # SO_RCVTIMEO passed
+            raise socket.timeout("timed out")
+
+
+class SocketWriter:
+    """A connection's output: every write is a whole ``sendall``."""
+
+    closed = False
+
+    def __init__(self, sock):
+        self.sock = sock
+
+    def write(self, data):
+        self.sock.sendall(data)
+
+    def flush(self):
+        pass
+
+    def close(self):
+        pass
+
+
 class PackRequestHandler(BaseHTTPRequestHandler):
     """One connection: reads requests, routes them, writes the answers.
 
@@ -1606,7 +1732,6 @@ class PackRequestHandler(BaseHTTPRequestHandler):
     """
 
     protocol_version = "HTTP/1.1"
-    timeout = SOCKET_SECONDS
     phase = "idle"
     phase_deadline = 0.0
     request_head = None
@@ -1615,11 +1740,21 @@ class PackRequestHandler(BaseHTTPRequestHandler):
     # -- connection ---------------------------------------------------------
 
     def setup(self):
-        BaseHTTPRequestHandler.setup(self)
-        try:
-            self.connection.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
-        except OSError:
-            pass
+        """Streams over a blocking socket whose reads and writes the kernel times out.
+
+        A Python socket timeout would cost a poll() before every recv and
+        send, and each system call hands the interpreter to another thread.
+        """
+        self.connection = sock = self.request
+        limit = struct.pack("@ll", int(SOCKET_SECONDS), 0)   # struct timeval
+        for option in ((socket.IPPROTO_TCP, socket.TCP_NODELAY, 1), (socket.SOL_SOCKET, socket.SO_RCVTIMEO, limit),
+                       (socket.SOL_SOCKET, socket.SO_SNDTIMEO, limit)):
+            try:
+                sock.setsockopt(*option)
+            except OSError:
+                pass
+        self.rfile = io.BufferedReader(SocketReader(sock))
+        self.wfile = SocketWriter(sock)
         self.write_lock = threading.Lock()
         self.service = self.server.service
         self.server.handlers.add(self)
@@ -1682,7 +1817,7 @@ class PackRequestHandler(BaseHTTPRequestHandler):
         """A bug in the service: a 500 with a JSON body and a record; the process lives on."""
         self.service.records.write("error", "Request failed inside the service: %s: %s"
                                    % (type(exc).__name__, _safe_str(exc)), event="service-error",
-                                   fields={"stack": traceback.format_exc()})
+                                   fields={"stack": format_stack(exc)})
         self.answer(500, _body({"error": "%s: %s" % (type(exc).__name__, _safe_str(exc))}), close=True)
 
     def answer(self, status, body, headers=(), close=False):
@@ -1817,7 +1952,7 @@ class PackRequestHandler(BaseHTTPRequestHandler):
         except BaseException as exc:  # pack code's throws are answered inside: this is the service's bug
             service.records.write("error", "Call failed inside the service: %s: %s"
                                   % (type(exc).__name__, _safe_str(exc)),
-                                  event="service-error", fields={"stack": traceback.format_exc()})
+                                  event="service-error", fields={"stack": format_stack(exc)})
             status, answer = 500, _body({"error": "%s: %s" % (type(exc).__name__, _safe_str(exc))})
         finally:
             service.watchman.forget(call)
@@ -2026,7 +2161,7 @@ class PackHTTPServer(ThreadingHTTPServer):
 
     def handle_error(self, request, client_address):
         self.service.records.write("error", "Connection failed inside the service",
-                                   event="service-error", fields={"stack": traceback.format_exc()})
+                                   event="service-error", fields={"stack": format_stack(sys.exc_info()[1])})
 
 
 # ---------------------------------------------------------------------------
@@ -2172,6 +2307,7 @@ def serve(config, records, service, lifecycle):
         records.write("info", "Listening on port %d" % port, event="listening", always=True,
                       fields={"port": port, "host": host, "packId": index.pack_id,
                               "artifactVersion": index.artifact_version})
+    records.start_flusher()
     server.serve_forever(poll_interval=0.2)
     return 0
 
@@ -2293,7 +2429,7 @@ class Cancellation:
 
     def __init__(self):
         self._lock = threading.Lock()
-        self._event = threading.Event()
+        self._event = None   # made by the first wait(): most calls never wait
         self._reason = None
         self._callbacks = []
 
@@ -2312,7 +2448,9 @@ class Cancellation:
                 return
             self._reason = reason
             callbacks, self._callbacks = self._callbacks, []
-        self._event.set()
+            event = self._event
+        if event is not None:
+            event.set()
         for callback in callbacks:
             _standin_run_callback(callback, reason)
 
@@ -2337,7 +2475,13 @@ class Cancellation:
 
     def wait(self, timeout=None):
         """Block until cancelled or timeout seconds pass; True if cancelled."""
-        return self._event.wait(timeout)
+        with self._lock:
+            if self._event is None:
+                self._event = threading.Event()
+                if self._reason is not None:
+                    self._event.set()
+            event = self._event
+        return event.wait(timeout)
 
     async def wait_async(self):
         """Wait in the running event loop until cancelled; return the reason."""
@@ -2377,7 +2521,19 @@ _STANDIN_CTX_MAPPINGS = ("env", "secrets", "config", "settings")
 
 def _standin_frozen_mapping(value):
     """A read-only copy of a mapping; anything that is not one becomes empty."""
-    return types.MappingProxyType(dict(value) if isinstance(value, Mapping) else {})
+    if not value or not isinstance(value, Mapping):
+        return _STANDIN_EMPTY_MAPPING
+    return types.MappingProxyType(dict(value))
+
+
+_STANDIN_EMPTY_MAPPING = types.MappingProxyType({})
+
+
+@functools.lru_cache(maxsize=None)
+def _standin_camel(name):
+    """snake_case -> camelCase, the wire spelling of a field (cached: it runs per call)."""
+    head, *rest = name.split("_")
+    return head + "".join(part.title() for part in rest)
 
 
 class ToolContext:
@@ -2404,10 +2560,10 @@ class ToolContext:
             object.__setattr__(self, name, values[name])
 
     def __setattr__(self, name, value):
-        raise dataclasses.FrozenInstanceError("cannot assign to field %r" % name)
+        raise _standin_frozen("cannot assign to field %r" % name)
 
     def __delattr__(self, name):
-        raise dataclasses.FrozenInstanceError("cannot delete field %r" % name)
+        raise _standin_frozen("cannot delete field %r" % name)
 
     def __repr__(self):
         shown = ", ".join("%s=%r" % (name, getattr(self, name)) for name in self.__slots__
@@ -2422,10 +2578,19 @@ class ToolContext:
     @classmethod
     def from_wire(cls, ctx, cancellation, log=_STANDIN_NOOP_LOGGER):
         """Build from a wire callContext (camelCase keys; unknown keys dropped)."""
-        kw = {name: ctx.get(_standin_camel(name)) for name in cls.__slots__
-              if name not in ("cancellation", "log")}
+        kw = {name: ctx.get(wire) for name, wire in _STANDIN_CTX_WIRE}
         kw["tenant_id"], kw["run_id"] = ctx["tenantId"], ctx["runId"]
         return cls(cancellation=cancellation, log=log, **kw)
+
+
+def _standin_frozen(message):
+    """The error a frozen dataclass raises, as the SDK's ToolContext does (dataclasses imported then)."""
+    import dataclasses
+    return dataclasses.FrozenInstanceError(message)
+
+
+_STANDIN_CTX_WIRE = tuple((name, _standin_camel(name)) for name in ToolContext.__slots__
+                          if name not in ("cancellation", "log"))
 
 
 # --- Trace records and CheckResult -----------------------------------------
@@ -2447,13 +2612,6 @@ def _standin_issue(path, keyword, message):
 def _standin_pointer(path, key):
     """Extend a JSON pointer by one key."""
     return "%s/%s" % (path, str(key).replace("~", "~0").replace("/", "~1"))
-
-
-@functools.lru_cache(maxsize=None)
-def _standin_camel(name):
-    """snake_case -> camelCase, the wire spelling of a field (cached: it runs per call)."""
-    head, *rest = name.split("_")
-    return head + "".join(part.title() for part in rest)
 
 
 def _standin_scalar(convert):
@@ -2700,8 +2858,7 @@ def _standin_type_adapter():
     return TypeAdapter
 
 
-_STANDIN_DICT_TYPES = (dict, Mapping, MutableMapping, typing.Dict, typing.Mapping,
-                       typing.MutableMapping)
+_STANDIN_DICT_TYPES = (dict, Mapping, MutableMapping)
 
 
 def _standin_type(t, where, what):
@@ -2711,18 +2868,19 @@ def _standin_type(t, where, what):
     Bare dict/Mapping: a plain object.  Other types need pydantic 2 (a
     parametrised dict type is kept as a plain object without it).
     """
-    if t is None or t is typing.Any or t is inspect.Parameter.empty:
+    typing = sys.modules.get("typing")   # an annotation from typing means the pack imported it
+    if t is None or t is _STANDIN_UNANNOTATED or (typing is not None and t is typing.Any):
         return None, None
     if isinstance(t, Mapping):
         return None, dict(t)
     if isinstance(t, str):
         raise DefinitionError("%s: cannot resolve the %s annotation %r; pass %s= explicitly"
                               % (where, what, t, what))
-    if t in _STANDIN_DICT_TYPES:
+    if t in _STANDIN_DICT_TYPES or (typing is not None and t in (typing.Dict, typing.Mapping, typing.MutableMapping)):
         return None, {"type": "object"}
     type_adapter = _standin_type_adapter()
     if type_adapter is None:
-        if typing.get_origin(t) in (dict, Mapping, MutableMapping):
+        if getattr(t, "__origin__", None) in (dict, Mapping, MutableMapping):   # Dict[str, int] and the like
             return None, {"type": "object"}
         raise DefinitionError(
             "%s: the %s type %s needs pydantic 2, which is not installed: install it in "
@@ -2735,18 +2893,41 @@ def _standin_type(t, where, what):
                               % (where, what, type(exc).__name__, exc)) from exc
 
 
+_STANDIN_UNANNOTATED = object()   # a parameter or a return without an annotation
+_CO_COROUTINE = 0x80              # inspect.CO_COROUTINE
+
+
+def _standin_plain_function(fn):
+    """A function read from its own code: not wrapped, no signature or marks put on it.
+
+    Those are the common case; anything else is read with ``inspect``,
+    imported then: it costs a tenth of the boot.
+    """
+    return type(fn) is types.FunctionType and not any(
+        hasattr(fn, name) for name in ("__wrapped__", "__signature__", "_is_coroutine_marker"))
+
+
 def _standin_signature(fn, where):
     """(positional parameter annotations, return annotation), strings resolved where possible."""
     if not callable(fn):
         raise DefinitionError("%s: expected a function, got %s" % (where, type(fn).__name__))
+    if _standin_plain_function(fn):
+        code, annotations, namespace = fn.__code__, fn.__annotations__, fn.__globals__
+        names = code.co_varnames[:code.co_argcount]   # positional-only and positional-or-keyword
+        return ([_standin_resolve(annotations.get(name, _STANDIN_UNANNOTATED), namespace) for name in names],
+                _standin_resolve(annotations.get("return", _STANDIN_UNANNOTATED), namespace))
+    import inspect
     try:
         sig = inspect.signature(fn)
     except (TypeError, ValueError) as exc:
         raise DefinitionError("%s: cannot read the handler's signature: %s" % (where, exc)) from exc
     namespace = getattr(inspect.unwrap(fn), "__globals__", {})
-    params = [_standin_resolve(p.annotation, namespace) for p in sig.parameters.values()
+
+    def annotation(value):
+        return _STANDIN_UNANNOTATED if value is inspect.Parameter.empty else _standin_resolve(value, namespace)
+    params = [annotation(p.annotation) for p in sig.parameters.values()
               if p.kind in (p.POSITIONAL_ONLY, p.POSITIONAL_OR_KEYWORD)]
-    return params, _standin_resolve(sig.return_annotation, namespace)
+    return params, annotation(sig.return_annotation)
 
 
 def _standin_resolve(annotation, namespace):
@@ -2761,8 +2942,23 @@ def _standin_resolve(annotation, namespace):
 
 def _standin_is_async(fn):
     """True for coroutine functions and objects whose __call__ is one."""
+    if _standin_plain_function(fn):
+        return bool(fn.__code__.co_flags & _CO_COROUTINE)
+    import inspect
     return inspect.iscoroutinefunction(fn) or inspect.iscoroutinefunction(
         getattr(fn, "__call__", None))
+
+
+def _standin_doc(fn):
+    """The handler's docstring as ``inspect.getdoc`` gives it: first line and margin stripped."""
+    if not _standin_plain_function(fn):
+        import inspect
+        return inspect.getdoc(fn) or ""
+    if not isinstance(fn.__doc__, str):
+        return ""
+    import textwrap
+    first, _, rest = fn.__doc__.expandtabs().partition("\n")
+    return (first.lstrip() + "\n" + textwrap.dedent(rest)).strip("\n")
 
 
 def _standin_check_id(value, where):
@@ -2777,31 +2973,58 @@ def _standin_caller_module(depth):
 
 # --- Tools ------------------------------------------------------------------
 
-@dataclasses.dataclass(eq=False)
-class Tool:
+class _StandinData:
+    """Base of Tool, Guardrail, Agent and Flow: a data class made from ``_fields``.
+
+    Built as a dataclass builds (positional or keyword arguments, defaults,
+    ``__post_init__``, a repr without the ``_hidden`` fields), without the
+    dataclasses module: it imports inspect, a tenth of the boot.
+    """
+
+    _fields = ()   # ((name, default or _STANDIN_REQUIRED), ...), in order
+    _hidden = ()
+
+    def __init__(self, *args, **kwargs):
+        kind = type(self).__name__
+        if len(args) > len(self._fields):
+            raise TypeError("%s() takes %d positional arguments but %d were given"
+                            % (kind, len(self._fields), len(args)))
+        for (name, _), value in zip(self._fields, args):
+            if name in kwargs:
+                raise TypeError("%s() got multiple values for argument %r" % (kind, name))
+            kwargs[name] = value
+        for name, default in self._fields:
+            value = kwargs.pop(name, default)
+            if value is _STANDIN_REQUIRED:
+                raise TypeError("%s() missing required argument: %r" % (kind, name))
+            self.__dict__[name] = value
+        if kwargs:
+            raise TypeError("%s() got an unexpected keyword argument %r" % (kind, next(iter(kwargs))))
+        self.__post_init__()
+
+    def __post_init__(self):
+        pass
+
+    def __repr__(self):
+        shown = ", ".join("%s=%r" % (name, self.__dict__[name]) for name, _ in self._fields
+                          if name not in self._hidden)
+        return "%s(%s)" % (type(self).__name__, shown)
+
+
+def _standin_fields(required, **defaults):
+    """``_fields`` of a data class: the required names in order, then those with defaults."""
+    return tuple((name, _STANDIN_REQUIRED) for name in required.split()) + tuple(defaults.items())
+
+
+class Tool(_StandinData):
     """A tool: its handler plus what the service needs to call it."""
-    id: str
-    handler: typing.Callable
-    description: str
-    version: typing.Optional[str]
-    input_schema: typing.Any
-    output_schema: typing.Any
-    input_type: typing.Any
-    output_type: typing.Any
-    takes_context: bool
-    is_async: bool
-    effects: typing.Sequence = ()
-    mutating: typing.Optional[bool] = None
-    needs_approval_when_unattended: typing.Optional[bool] = None
-    needs: typing.Any = None
-    needs_spec: typing.Any = None
-    sandbox: typing.Optional[str] = None
-    limits: typing.Any = None
-    network: typing.Any = None
-    spec: typing.Any = None
-    module: str = ""
-    _input_adapter: typing.Any = dataclasses.field(default=None, repr=False)
-    _output_adapter: typing.Any = dataclasses.field(default=None, repr=False)
+
+    _fields = _standin_fields(
+        "id handler description version input_schema output_schema input_type output_type takes_context is_async",
+        effects=(), mutating=None, needs_approval_when_unattended=None, needs=None, needs_spec=None,
+        sandbox=None, limits=None, network=None, spec=None, module="", _input_adapter=None,
+        _output_adapter=None)
+    _hidden = ("_input_adapter", "_output_adapter")
 
     def __call__(self, *args, **kwargs):
         return self.handler(*args, **kwargs)
@@ -2841,11 +3064,11 @@ def _standin_make_tool(handler, id, description, version, input, output, module,
     input_adapter, input_schema = _standin_type(input_type, where, "input")
     output_adapter, output_schema = _standin_type(output_type, where, "output")
     if description is None:
-        description = inspect.getdoc(handler) or ""
+        description = _standin_doc(handler)
     return Tool(id=id, handler=handler, description=description, version=version,
                 input_schema=input_schema, output_schema=output_schema,
-                input_type=None if input_type is inspect.Parameter.empty else input_type,
-                output_type=None if output_type is inspect.Signature.empty else output_type,
+                input_type=None if input_type is _STANDIN_UNANNOTATED else input_type,
+                output_type=None if output_type is _STANDIN_UNANNOTATED else output_type,
                 takes_context=len(params) == 2, is_async=_standin_is_async(handler),
                 module=module or _standin_caller_module(2), _input_adapter=input_adapter,
                 _output_adapter=output_adapter, **extra)
@@ -2887,27 +3110,14 @@ def _standin_http_tool(*, id, description, input, output, method, url_template, 
 
 # --- Guardrails ---------------------------------------------------------------
 
-@dataclasses.dataclass(eq=False)
-class Guardrail:
+class Guardrail(_StandinData):
     """A guardrail: its check function plus how to parse its config and trace."""
-    id: str
-    check: typing.Callable
-    check_id: str
-    kind: str
-    action: typing.Any
-    name: typing.Optional[str] = None
-    severity: typing.Optional[str] = None
-    scope: typing.Any = None
-    config: typing.Any = None
-    config_schema: typing.Any = None
-    config_type: typing.Any = None
-    trace_is_model: bool = True
-    is_async: bool = False
-    sandbox: typing.Optional[str] = None
-    limits: typing.Any = None
-    network: typing.Any = None
-    module: str = ""
-    _config_adapter: typing.Any = dataclasses.field(default=None, repr=False)
+
+    _fields = _standin_fields(
+        "id check check_id kind action", name=None, severity=None, scope=None, config=None,
+        config_schema=None, config_type=None, trace_is_model=True, is_async=False, sandbox=None,
+        limits=None, network=None, module="", _config_adapter=None)
+    _hidden = ("_config_adapter",)
 
     def __call__(self, config, trace):
         return self.check(config, trace)
@@ -2927,7 +3137,7 @@ def _standin_trace_is_model(annotation):
     """True when the trace parameter is unannotated or annotated RunTrace."""
     if isinstance(annotation, str):
         return annotation.rpartition(".")[2] == "RunTrace"
-    return annotation is inspect.Parameter.empty or annotation is RunTrace
+    return annotation is _STANDIN_UNANNOTATED or annotation is RunTrace
 
 
 def _standin_guardrail(*, id, kind="zero-llm", on_violation=None, action=None, name=None,
@@ -2953,7 +3163,7 @@ def _standin_guardrail(*, id, kind="zero-llm", on_violation=None, action=None, n
         return Guardrail(
             id=id, check=check, check_id=check_id, kind=kind, action=dict(action), name=name,
             severity=severity, scope=scope, config=config, config_schema=schema,
-            config_type=None if wanted is inspect.Parameter.empty else wanted,
+            config_type=None if wanted is _STANDIN_UNANNOTATED else wanted,
             trace_is_model=_standin_trace_is_model(params[1]), is_async=_standin_is_async(check),
             sandbox=sandbox, limits=limits, network=network,
             module=getattr(check, "__module__", None) or _standin_caller_module(1),
@@ -2963,54 +3173,39 @@ def _standin_guardrail(*, id, kind="zero-llm", on_violation=None, action=None, n
 
 # --- Agents and flows (data only) -------------------------------------------
 
-class _StandinDefinition:
-    """Base of Agent and Flow: checks the id and records the defining module."""
+class _StandinDefinition(_StandinData):
+    """Base of Agent and Flow: checks the id, records the defining module; equal field by field."""
+
+    _hidden = ("module",)
 
     def __post_init__(self):
         _standin_check_id(self.id, "%s %r" % (type(self).__name__, self.id))
         if not self.module:
             self.module = _standin_caller_module(2)
 
+    def __eq__(self, other):
+        if type(other) is not type(self):
+            return NotImplemented
+        return all(self.__dict__[name] == other.__dict__[name] for name, _ in self._fields)
 
-@dataclasses.dataclass
+    __hash__ = None
+
+
 class Agent(_StandinDefinition):
     """An agent definition; the pack service only needs it to import."""
-    id: str
-    version: str
-    name: str
-    instructions: typing.Any
-    capabilities: typing.Sequence = ()
-    tools: typing.Sequence = ()
-    retrieval: typing.Sequence = ()
-    guardrails: typing.Sequence = ()
-    parameters: typing.Sequence = ()
-    budget: typing.Any = None
-    preferred_provider: typing.Optional[str] = None
-    preferred_model: typing.Optional[str] = None
-    description: typing.Optional[str] = None
-    tags: typing.Any = None
-    conversation_policy: typing.Any = None
-    output: typing.Any = None
-    tool_errors: typing.Any = None
-    settings: typing.Sequence = ()
-    model_settings: typing.Any = None
-    memory: typing.Any = None
-    module: str = dataclasses.field(default="", repr=False)
+
+    _fields = _standin_fields(
+        "id version name instructions", capabilities=(), tools=(), retrieval=(), guardrails=(),
+        parameters=(), budget=None, preferred_provider=None, preferred_model=None, description=None,
+        tags=None, conversation_policy=None, output=None, tool_errors=None, settings=(),
+        model_settings=None, memory=None, module="")
 
 
-@dataclasses.dataclass
 class Flow(_StandinDefinition):
     """A flow definition; the pack service only needs it to import."""
-    id: str
-    version: str
-    nodes: typing.Sequence
-    edges: typing.Sequence
-    name: typing.Optional[str] = None
-    description: typing.Optional[str] = None
-    max_parallelism: typing.Optional[int] = None
-    metadata: typing.Any = None
-    output: typing.Any = None
-    module: str = dataclasses.field(default="", repr=False)
+
+    _fields = _standin_fields("id version nodes edges", name=None, description=None, max_parallelism=None,
+                              metadata=None, output=None, module="")
 
 
 # --- Installing the modules -------------------------------------------------

@@ -32,8 +32,8 @@ import re
 import sys
 import threading
 import unicodedata
-from decimal import Decimal
 from functools import partial
+from itertools import groupby
 from urllib.parse import quote, unquote
 
 __all__ = ["SchemaError", "SchemaValidator", "apply_defaults", "check_schema"]
@@ -164,6 +164,17 @@ def _canon(x):
     return (None, x)
 
 
+def _surely_distinct(items):
+    """True when no two items can be JSON-equal, told cheaply: JSON-equal values are
+    equal in Python too, so items whose Python keys below all differ are distinct.
+    False means "maybe" (1 and true share a key; nested arrays and objects have none)."""
+    try:
+        keys = {frozenset(x.items()) if type(x) is dict else tuple(x) if type(x) is list else x for x in items}
+    except TypeError:
+        return False
+    return len(keys) == len(items)
+
+
 def _js_number_text(x):
     """Number.prototype.toString(): how a number reads in an Ajv message."""
     if type(x) is int:
@@ -179,6 +190,7 @@ def _js_number_text(x):
         return "Infinity" if x > 0 else "-Infinity"
     if x == 0:
         return "0"
+    from decimal import Decimal  # imported here: only messages need it, and it slows the import
     sign, digits, exp = Decimal(repr(x)).as_tuple()
     digits = "".join(map(str, digits))
     stripped = digits.rstrip("0")
@@ -228,11 +240,11 @@ def _copy(value):
 
 
 def _copy_rec(v):
-    t = type(v)
-    if t is dict:
-        return {k: _copy_rec(x) for k, x in v.items()}
-    if t is list:
-        return [_copy_rec(x) for x in v]
+    """The recursive copy; it calls itself only for members that are lists or dicts."""
+    if type(v) is dict:
+        return {k: _copy_rec(x) if type(x) is dict or type(x) is list else x for k, x in v.items()}
+    if type(v) is list:
+        return [_copy_rec(x) if type(x) is dict or type(x) is list else x for x in v]
     return v
 
 
@@ -724,45 +736,54 @@ def _js_regex(source, unicode=True):
 # ---------------------------------------------------------------------------
 
 _DAYS = [0, 31, 28, 31, 30, 31, 30, 31, 31, 30, 31, 30, 31]
-_DATE = re.compile(r"([0-9]{4})-([0-9]{2})-([0-9]{2})\Z")
-_TIME = re.compile(r"([0-9]{2}):([0-9]{2}):([0-9]{2}(?:\.[0-9]+)?)(z|([+-])([0-9]{2})(?::?([0-9]{2}))?)?\Z", re.I)
-_DATE_TIME_SEP = re.compile(r"[tT\t\n\x0b\x0c\r \xa0\u1680\u2000-\u200a\u2028\u2029\u202f\u205f\u3000\ufeff]")
 
 
-def _date(s):
-    m = _DATE.match(s)
-    if not m:
-        return False
-    year, month, day = int(m.group(1)), int(m.group(2)), int(m.group(3))
-    leap = year % 4 == 0 and (year % 100 != 0 or year % 400 == 0)
-    return 1 <= month <= 12 and 1 <= day <= (29 if month == 2 and leap else _DAYS[month])
+def _date_test():
+    """date: YYYY-MM-DD with the day in range for its month (leap years counted)."""
+    match = re.compile(r"([0-9]{4})-([0-9]{2})-([0-9]{2})\Z").match
 
-
-def _time_check(strict_zone):
-    def check(s):
-        m = _TIME.match(s)
+    def date(s):
+        m = match(s)
         if not m:
             return False
-        hr, mn, sec = int(m.group(1)), int(m.group(2)), float(m.group(3))
-        sign = -1 if m.group(5) == "-" else 1
-        tzh, tzm = int(m.group(6) or 0), int(m.group(7) or 0)
-        if tzh > 23 or tzm > 59 or (strict_zone and not m.group(4)):
+        year, month, day = map(int, m.groups())
+        leap = year % 4 == 0 and (year % 100 != 0 or year % 400 == 0)
+        return 1 <= month <= 12 and 1 <= day <= (29 if month == 2 and leap else _DAYS[month])
+    return date
+
+
+def _time_test(strict_zone):
+    """time (the zone required) or iso-time; a leap second only at 23:59:60 UTC."""
+    match = re.compile(r"([0-9]{2}):([0-9]{2}):([0-9]{2}(?:\.[0-9]+)?)(z|([+-])([0-9]{2})(?::?([0-9]{2}))?)?\Z",
+                       re.I).match
+
+    def time(s):
+        m = match(s)
+        if not m:
+            return False
+        hr, mn, sec, zone, sign, tzh, tzm = m.groups()
+        hr, mn, sec = int(hr), int(mn), float(sec)
+        sign = -1 if sign == "-" else 1
+        tzh, tzm = int(tzh or 0), int(tzm or 0)
+        if tzh > 23 or tzm > 59 or (strict_zone and not zone):
             return False
         if hr <= 23 and mn <= 59 and sec < 60:
             return True
         utc_min = mn - tzm * sign
         utc_hr = hr - tzh * sign - (1 if utc_min < 0 else 0)
         return utc_hr in (23, -1) and utc_min in (59, -1) and sec < 61
-    return check
+    return time
 
 
-def _date_time_check(strict_zone):
-    time = _time_check(strict_zone)
+def _date_time_test(strict_zone):
+    """date-time (the zone required) or iso-date-time: a date and a time around one separator."""
+    date, time = _date_test(), _time_test(strict_zone)
+    split = re.compile(r"[tT\t\n\x0b\x0c\r \xa0\u1680\u2000-\u200a\u2028\u2029\u202f\u205f\u3000\ufeff]").split
 
-    def check(s):
-        parts = _DATE_TIME_SEP.split(s)
-        return len(parts) == 2 and _date(parts[0]) and time(parts[1])
-    return check
+    def date_time(s):
+        parts = split(s)
+        return len(parts) == 2 and date(parts[0]) and time(parts[1])
+    return date_time
 
 
 _H16 = r"[0-9a-f]{1,4}"
@@ -790,57 +811,78 @@ def _uri_pattern(reference, quotes):
     return re.compile(scheme + hier + tail, re.I)
 
 
-_URI = _uri_pattern(False, False)
-_NOT_URI_FRAGMENT = re.compile(r"[/:]")
-_BYTE_LINE = re.compile(r"(?:[A-Za-z0-9+/]{4})*(?:[A-Za-z0-9+/]{2}==|[A-Za-z0-9+/]{3}=)?\Z")
-_JS_LINES = re.compile("[\n\r\u2028\u2029]")
-_Z_ANCHOR = re.compile(r"[^\\]\\Z")
+def _uri_test():
+    """uri: an absolute URI; ajv-formats first asks for a "/" or ":" (not a bare fragment)."""
+    not_fragment = re.compile(r"[/:]").search
+    match = _uri_pattern(False, False).match
+    return lambda s: not_fragment(s) is not None and match(s) is not None
 
 
-def _regex_format(s):
-    if _Z_ANCHOR.search(s):
-        return False
-    try:
-        _RegexTranslator(s, False).translate()
-    except (ValueError, RecursionError):
-        return False
-    return True
+def _byte_test():
+    """byte: base64; ajv-formats tests it line by line, so one well-formed line is enough."""
+    line_ok = re.compile(r"(?:[A-Za-z0-9+/]{4})*(?:[A-Za-z0-9+/]{2}==|[A-Za-z0-9+/]{3}=)?\Z").match
+    split_lines = re.compile("[\n\r\u2028\u2029]").split
+    return lambda s: any(line_ok(line) for line in split_lines(s))
 
 
-def _pattern_check(pattern, flags=re.I):
-    rx = re.compile(pattern, flags | re.ASCII)
-    return lambda s: rx.match(s) is not None
+def _regex_test():
+    """regex: a pattern ECMAScript compiles; like ajv-formats, one with "\\Z" in it is refused."""
+    z_anchor = re.compile(r"[^\\]\\Z").search
+
+    def regex(s):
+        if z_anchor(s):
+            return False
+        try:
+            _RegexTranslator(s, False).translate()
+        except (ValueError, RecursionError):
+            return False
+        return True
+    return regex
 
 
+def _matching(pattern, flags=re.I):
+    """The test of a format whose rule is one regular expression (a match is true)."""
+    return re.compile(pattern, flags | re.ASCII).match
+
+
+def _int32(x):
+    """int32: an integer that fits a signed 32-bit word."""
+    return _is_integer(x) and -2 ** 31 <= x <= 2 ** 31 - 1
+
+
+# Each format: the JSON type it applies to, and a function that builds its test (None
+# for the formats Ajv knows but never fails).  _format_test builds a test on first use:
+# compiling every format's regular expressions at import would take ~40 ms (url alone
+# ~27 ms), paid by every process whether its schemas use formats or not.
 _FORMATS = {
-    "date": ("string", _date),
-    "time": ("string", _time_check(True)),
-    "date-time": ("string", _date_time_check(True)),
-    "iso-time": ("string", _time_check(False)),
-    "iso-date-time": ("string", _date_time_check(False)),
-    "duration": ("string", _pattern_check(
+    "date": ("string", _date_test),
+    "time": ("string", partial(_time_test, True)),
+    "date-time": ("string", partial(_date_time_test, True)),
+    "iso-time": ("string", partial(_time_test, False)),
+    "iso-date-time": ("string", partial(_date_time_test, False)),
+    "duration": ("string", partial(_matching,
         r"P(?!\Z)(([0-9]+Y)?([0-9]+M)?([0-9]+D)?(T(?=[0-9])([0-9]+H)?([0-9]+M)?([0-9]+S)?)?|([0-9]+W)?)\Z", 0)),
-    "uri": ("string", lambda s: _NOT_URI_FRAGMENT.search(s) is not None and _URI.match(s) is not None),
-    "uri-reference": ("string", _uri_pattern(True, True).match),
-    "uri-template": ("string", _pattern_check(
+    "uri": ("string", _uri_test),
+    "uri-reference": ("string", lambda: _uri_pattern(True, True).match),
+    "uri-template": ("string", partial(_matching,
         r"(?:(?:[^\x00-\x20\"'<>%\\^`{|}]|%[0-9a-f]{2})|\{[+#./;?&=,!@|]?(?:[a-z0-9_]|%[0-9a-f]{2})+"
         r"(?::[1-9][0-9]{0,3}|\*)?(?:,(?:[a-z0-9_]|%[0-9a-f]{2})+(?::[1-9][0-9]{0,3}|\*)?)*\})*\Z")),
-    "url": ("string", _pattern_check(
+    "url": ("string", partial(_matching,
         r"(?:https?|ftp):\/\/(?:[^\s:@]+(?::[^\s@]*)?@)?(?:(?!(?:10|127)(?:\.[0-9]{1,3}){3})"
         r"(?!(?:169\.254|192\.168)(?:\.[0-9]{1,3}){2})(?!172\.(?:1[6-9]|2[0-9]|3[0-1])(?:\.[0-9]{1,3}){2})"
         r"(?:[1-9][0-9]?|1[0-9][0-9]|2[01][0-9]|22[0-3])(?:\.(?:1?[0-9]{1,2}|2[0-4][0-9]|25[0-5])){2}"
         r"(?:\.(?:[1-9][0-9]?|1[0-9][0-9]|2[0-4][0-9]|25[0-4]))|(?:(?:[a-z0-9\u00a1-\uffff]+-)*"
         r"[a-z0-9\u00a1-\uffff]+)(?:\.(?:[a-z0-9\u00a1-\uffff]+-)*[a-z0-9\u00a1-\uffff]+)*"
         r"(?:\.(?:[a-z\u00a1-\uffff]{2,})))(?::[0-9]{2,5})?(?:\/[^\s]*)?\Z")),
-    "email": ("string", _pattern_check(
+    "email": ("string", partial(_matching,
         r"[a-z0-9!#$%&'*+/=?^_`{|}~-]+(?:\.[a-z0-9!#$%&'*+/=?^_`{|}~-]+)*@"
         r"(?:[a-z0-9](?:[a-z0-9-]*[a-z0-9])?\.)+[a-z0-9](?:[a-z0-9-]*[a-z0-9])?\Z")),
-    "hostname": ("string", _pattern_check(
+    "hostname": ("string", partial(_matching,
         r"(?=.{1,253}\.?\Z)[a-z0-9](?:[a-z0-9-]{0,61}[a-z0-9])?(?:\.[a-z0-9](?:[-0-9a-z]{0,61}[0-9a-z])?)*\.?\Z",
         re.I | re.S)),
-    "ipv4": ("string", _pattern_check(
+    "ipv4": ("string", partial(_matching,
         r"(?:(?:25[0-5]|2[0-4][0-9]|1[0-9][0-9]|[1-9]?[0-9])\.){3}(?:25[0-5]|2[0-4][0-9]|1[0-9][0-9]|[1-9]?[0-9])\Z", 0)),
-    "ipv6": ("string", _pattern_check(
+    "ipv6": ("string", partial(_matching,
         (r"((([0-9a-f]{1,4}:){7}([0-9a-f]{1,4}|:))|(([0-9a-f]{1,4}:){6}(:[0-9a-f]{1,4}|(B)|:))"
          r"|(([0-9a-f]{1,4}:){5}(((:[0-9a-f]{1,4}){1,2})|:(B)|:))|(([0-9a-f]{1,4}:){4}(((:[0-9a-f]{1,4}){1,3})"
          r"|((:[0-9a-f]{1,4})?:(B))|:))|(([0-9a-f]{1,4}:){3}(((:[0-9a-f]{1,4}){1,4})|((:[0-9a-f]{1,4}){0,2}:(B))|:))"
@@ -848,21 +890,35 @@ _FORMATS = {
          r"|(([0-9a-f]{1,4}:){1}(((:[0-9a-f]{1,4}){1,6})|((:[0-9a-f]{1,4}){0,4}:(B))|:))"
          r"|(:(((:[0-9a-f]{1,4}){1,7})|((:[0-9a-f]{1,4}){0,5}:(B))|:)))\Z").replace(
             "B", r"(25[0-5]|2[0-4][0-9]|1[0-9][0-9]|[1-9]?[0-9])(\.(25[0-5]|2[0-4][0-9]|1[0-9][0-9]|[1-9]?[0-9])){3}"))),
-    "regex": ("string", _regex_format),
-    "uuid": ("string", _pattern_check(r"(?:urn:uuid:)?[0-9a-f]{8}-(?:[0-9a-f]{4}-){3}[0-9a-f]{12}\Z")),
-    "json-pointer": ("string", _pattern_check(r"(?:\/(?:[^~/]|~0|~1)*)*\Z", re.S)),
-    "json-pointer-uri-fragment": ("string", _pattern_check(
+    "regex": ("string", _regex_test),
+    "uuid": ("string", partial(_matching, r"(?:urn:uuid:)?[0-9a-f]{8}-(?:[0-9a-f]{4}-){3}[0-9a-f]{12}\Z")),
+    "json-pointer": ("string", partial(_matching, r"(?:\/(?:[^~/]|~0|~1)*)*\Z", re.S)),
+    "json-pointer-uri-fragment": ("string", partial(_matching,
         r"#(?:\/(?:[a-z0-9_\-.!$&'()*+,;:=@]|%[0-9a-f]{2}|~0|~1)*)*\Z")),
-    "relative-json-pointer": ("string", _pattern_check(
+    "relative-json-pointer": ("string", partial(_matching,
         r"(?:0|[1-9][0-9]*)(?:#|(?:\/(?:[^~/]|~0|~1)*)*)\Z", re.S)),
-    "byte": ("string", lambda s: any(_BYTE_LINE.match(line) for line in _JS_LINES.split(s))),
-    "int32": ("number", lambda x: _is_integer(x) and -2 ** 31 <= x <= 2 ** 31 - 1),
-    "int64": ("number", _is_integer),
+    "byte": ("string", _byte_test),
+    "int32": ("number", lambda: _int32),
+    "int64": ("number", lambda: _is_integer),
     "float": ("number", None),
     "double": ("number", None),
     "password": ("string", None),
     "binary": ("string", None),
 }
+
+_format_tests = {}  # format name -> its test, once built
+_format_lock = threading.Lock()
+
+
+def _format_test(name):
+    """The test of a known format, built once, on first use, whichever thread gets there first."""
+    test = _format_tests.get(name)
+    if test is None:
+        with _format_lock:
+            test = _format_tests.get(name)
+            if test is None:
+                test = _format_tests[name] = _FORMATS[name][1]()
+    return test
 
 
 # ---------------------------------------------------------------------------
@@ -886,8 +942,8 @@ _RULE_SLOTS = {}
 for _group, _keys in _GROUP_ORDER.items():
     for _rank, _key in enumerate(_keys):
         _RULE_SLOTS.setdefault(_key, []).append((_group, _rank))
-_GROUP_KIND = {"number": _is_number, "string": lambda x: type(x) is str,
-               "array": lambda x: type(x) is list, "object": lambda x: type(x) is dict}
+# The Python type of the instances each typed group applies to (numbers: _is_number).
+_GROUP_TYPE = {"number": None, "string": str, "array": list, "object": dict}
 _RULES = frozenset(k for ks in _GROUP_ORDER.values() for k in ks) | {"id"}
 # Keywords Ajv 2020 accepts in strict mode ("$anchor" is not one of them in Ajv 8.20).
 _KNOWN = _RULES | {"$schema", "$id", "$defs", "$vocabulary", "definitions", "title", "description",
@@ -1408,7 +1464,7 @@ class _Compiler(object):
             type_step = None
         steps.extend(untyped)
         for group, checks in typed:
-            steps.append(_group_step(_GROUP_KIND[group], checks, type_step if types[:1] == [group] else None))
+            steps.append(_group_step(_GROUP_TYPE[group], checks, type_step if types[:1] == [group] else None))
         return _node(steps, "unevaluatedProperties" in schema or "unevaluatedItems" in schema)
 
     def checks(self, schema, spath, cx, group, ranked):
@@ -1506,13 +1562,41 @@ def _run_all(fns, inst, path, errors, ann):
     return valid
 
 
-def _group_step(is_kind, checks, type_step):
-    """One of Ajv's typed groups: its keywords when the instance has that type, else
-    the type issue when this group is where Ajv reports it."""
-    run = _valid if not checks else checks[0] if len(checks) == 1 else partial(_run_all, checks)
+def _in_order(fns):
+    """One checker that runs ``fns`` as _run_all does.  Neighbours that only test the
+    instance (keywords made by _check_that) are joined first (_joined)."""
+    if len(fns) == 1:
+        return fns[0]
+    steps = []
+    for tests_only, run in groupby(fns, lambda fn: hasattr(fn, "passes")):
+        run = list(run)
+        steps.extend([_joined(run)] if tests_only and len(run) > 1 else run)
+    return steps[0] if len(steps) == 1 else partial(_run_all, steps)
+
+
+def _joined(checks):
+    """Keywords that only test the instance, as one checker: their tests in a row, so
+    a passing instance costs one call; once a test fails, the keywords' own checkers
+    run to write Ajv's issues, in Ajv's order."""
+    tests = [fn.passes for fn in checks]
 
     def check(inst, path, errors, ann):
-        if is_kind(inst):
+        for test in tests:
+            if not test(inst):
+                if errors is not None:
+                    _run_all(checks, inst, path, errors, ann)
+                return False
+        return True
+    return check
+
+
+def _group_step(kind, checks, type_step):
+    """One of Ajv's typed groups: its keywords when the instance has that type (``kind``,
+    from _GROUP_TYPE), else the type issue when this group is where Ajv reports it."""
+    run = _in_order(checks) if checks else _valid
+
+    def check(inst, path, errors, ann):
+        if type(inst) is kind or (kind is None and _is_number(inst)):
             return run(inst, path, errors, ann)
         return type_step is None or type_step(inst, path, errors, ann)
     return check
@@ -1520,12 +1604,13 @@ def _group_step(is_kind, checks, type_step):
 
 def _node(steps, own_ann):
     """The checker for one schema object; it keeps its own annotations for unevaluated*."""
+    run = _in_order(steps)
     if not own_ann:
-        return steps[0] if len(steps) == 1 else partial(_run_all, steps)
+        return run
 
     def check(inst, path, errors, ann):
         mine = _Ann()
-        valid = _run_all(steps, inst, path, errors, mine)
+        valid = run(inst, path, errors, mine)
         if ann is not None:
             ann.merge(mine)
         return valid
@@ -1549,13 +1634,15 @@ def _keyword(*names):
 
 
 def _check_that(keyword, kpath, params, message, passes):
-    """The checker of a keyword that tests the instance itself: one issue when it fails."""
+    """The checker of a keyword that tests the instance itself: one issue when it fails.
+    The test stays reachable as ``check.passes``, for _joined."""
     def check(inst, path, errors, ann):
         if passes(inst):
             return True
         if errors is not None:
             errors.append(_issue(path, kpath, keyword, dict(params), message))
         return False
+    check.passes = passes
     return check
 
 
@@ -1603,9 +1690,8 @@ _keyword("maxProperties", "minProperties")(_count_limit("properties"))
 
 @_keyword("pattern")
 def _k_pattern(c, schema, value, kpath, spath, cx):
-    search = c.regex(value, "pattern", kpath).search
     return _check_that("pattern", kpath, {"pattern": value}, 'must match pattern "%s"' % value,
-                       lambda x: search(x) is not None)
+                       c.regex(value, "pattern", kpath).search)
 
 
 @_keyword("format")
@@ -1613,7 +1699,8 @@ def _k_format(c, schema, value, kpath, spath, cx):
     entry = _FORMATS.get(value)
     if entry is None or entry[1] is None:
         return None
-    return _check_that("format", kpath, {"format": value}, 'must match format "%s"' % value, entry[1])
+    return _check_that("format", kpath, {"format": value}, 'must match format "%s"' % value,
+                       _format_test(value))
 
 
 @_keyword("required")
@@ -1695,11 +1782,7 @@ def _k_dependencies(c, schema, value, kpath, spath, cx):
 
 def _all_of_checks(fns):
     """Run several checkers as one (all run when collecting issues)."""
-    if not fns:
-        return None
-    if len(fns) == 1:
-        return fns[0]
-    return partial(_run_all, fns)
+    return _in_order(fns) if fns else None
 
 
 @_keyword("const")
@@ -1758,7 +1841,7 @@ def _k_unique_items(c, schema, value, kpath, spath, cx):
         return found
 
     def check(inst, path, errors, ann):
-        if len(inst) < 2:
+        if len(inst) < 2 or _surely_distinct(inst):
             return True
         pair = duplicate(inst)
         if pair is None:
@@ -1988,7 +2071,13 @@ def _k_properties(c, schema, value, kpath, spath, cx):
     def check(inst, path, errors, ann):
         if ann is not None:
             ann.add_props(k for k in names if k in inst)
-        return _apply([(sub, name) for name, sub in subs if name in inst], inst, path, errors)
+        valid = True
+        for name, sub in subs:
+            if name in inst and not sub(inst[name], (path, name), errors, None):
+                if errors is None:
+                    return False
+                valid = False
+        return valid
     return check
 
 
@@ -2023,6 +2112,8 @@ def _k_additional_properties(c, schema, value, kpath, spath, cx):
     def check(inst, path, errors, ann):
         if ann is not None:
             ann.props = True
+        if inst.keys() <= props.keys():
+            return True
         extra = [(sub, key) for key in _js_keys(inst)
                  if key not in props and not any(search(key) for search in patterns)]
         return _apply(extra, inst, path, errors, reject)

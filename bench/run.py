@@ -25,7 +25,11 @@ set to 256 for both so that it never answers 503 at concurrency 64.
 
 The official service runs from the venv at /tmp/kvenv, else from a venv this
 script makes with `pip install kindgi==0.1.10`; it is skipped, with a note,
-when neither works.  See bench/README.md for what each figure means.
+when neither works.  Ours and the bare server run from an empty venv made from
+the same interpreter (/tmp/kindgi-bench-plain), so all three start Python the
+same way: a venv does not run the base installation's site-packages .pth
+files, which on some machines import packages at every start.  See
+bench/README.md for what each figure means.
 """
 
 import argparse
@@ -50,6 +54,7 @@ INDEX = os.path.join(HERE, "pack", "index.json")
 OURS = os.path.join(REPO, "kindgi_pack_min.py")
 TOKEN = "bench-token"
 OFFICIAL_VENVS = ("/tmp/kvenv", "/tmp/kindgi-bench-venv")
+PLAIN_VENV = "/tmp/kindgi-bench-plain"
 OFFICIAL_VERSION = "0.1.10"
 SERVER_CPU, LOADGEN_CPU = 0, 1
 CONCURRENCY = (1, 8, 32, 64)
@@ -336,6 +341,19 @@ def has_kindgi(python):
     return done.returncode == 0
 
 
+def plain_python(notes):
+    """The python of an empty venv made from this interpreter (sys.executable if that fails)."""
+    python = os.path.join(PLAIN_VENV, "bin", "python")
+    if not os.path.exists(python):
+        try:
+            subprocess.run([sys.executable, "-m", "venv", "--without-pip", PLAIN_VENV], check=True,
+                           timeout=120, stdout=subprocess.DEVNULL)
+        except (OSError, subprocess.SubprocessError) as exc:
+            notes.append("ours and bare run from %s, not from an empty venv (%s)" % (sys.executable, exc))
+            return sys.executable
+    return python
+
+
 def ours_available(notes):
     if not os.path.exists(OURS):
         notes.append("ours skipped: %s does not exist" % OURS)
@@ -352,7 +370,7 @@ def make_targets(names, notes, profile_dir=None):
     """The targets to run, in table order (unavailable ones dropped with a note)."""
     targets = []
     if ({"ours", "ours-logwarn"} & names) and ours_available(notes):
-        ours = [sys.executable, OURS, "--index", INDEX]
+        ours = [plain_python(notes), OURS, "--index", INDEX]
         if "ours" in names:
             profiled = {}
             if profile_dir:
@@ -371,7 +389,7 @@ def make_targets(names, notes, profile_dir=None):
                 nodelay = {"PYTHONPATH": os.path.join(HERE, "nodelay")}
                 targets.append(Target("official-nodelay", official, service_env(nodelay)))
     if "bare" in names:
-        targets.append(Target("bare", [sys.executable, os.path.join(HERE, "bare_server.py")],
+        targets.append(Target("bare", [plain_python(notes), os.path.join(HERE, "bare_server.py")],
                               service_env()))
     return targets
 

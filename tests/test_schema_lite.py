@@ -152,6 +152,14 @@ def test_ajv_order_type_after_enum_when_type_has_rules():
     assert [i["keyword"] for i in SchemaValidator(schema).issues(2.5)] == ["type", "minimum", "multipleOf"]
 
 
+def test_keywords_that_test_the_instance_report_in_ajv_order():
+    v = SchemaValidator({"type": "string", "maxLength": 1, "minLength": 3, "pattern": "^a", "enum": ["a", "bb"]})
+    assert v.is_valid("bb") is False
+    assert [i["keyword"] for i in v.issues("bb")] == ["maxLength", "minLength", "pattern"]
+    assert [i["keyword"] for i in v.issues(7)] == ["enum", "type"]
+    assert SchemaValidator({"type": "string", "maxLength": 3, "minLength": 1}).issues("ab") == []
+
+
 def test_object_keys_in_javascript_order():
     issues = SchemaValidator({"additionalProperties": False}).issues({"b": 1, "10": 1, "a": 1, "2": 1})
     assert [i["params"]["additionalProperty"] for i in issues] == ["2", "10", "b", "a"]
@@ -179,6 +187,9 @@ def test_recursive_ref_paths_restart_at_the_called_schema():
     ({"uniqueItems": True}, [1, True], True),
     ({"uniqueItems": True}, [1, 1.0], False),
     ({"uniqueItems": True}, [[0], [False]], True),
+    ({"uniqueItems": True}, [{"a": 1}, {"a": True}], True),
+    ({"uniqueItems": True}, [{"a": 1, "b": "x"}, {"b": "x", "a": 1.0}], False),
+    ({"uniqueItems": True}, [{"a": [1]}, {"a": [1.0]}], False),
     ({"type": "integer"}, 1.0, True),
     ({"type": "integer"}, True, False),
     ({"type": "number"}, None, False),
@@ -243,6 +254,27 @@ def test_formats(fmt, good, bad):
     v = SchemaValidator({"format": fmt})
     assert v.is_valid(good) and not v.is_valid(bad)
     assert v.is_valid(5)
+
+
+def test_formats_are_built_when_a_schema_first_uses_them(monkeypatch):
+    import subprocess
+    fresh = subprocess.run([sys.executable, "-c", "import schema_lite; print(len(schema_lite._format_tests))"],
+                           cwd=str(Path(__file__).resolve().parents[1]), capture_output=True, text=True)
+    assert fresh.stdout.strip() == "0"
+    monkeypatch.setattr(schema_lite, "_format_tests", {})
+    built = []
+
+    def compile_one():
+        built.append(SchemaValidator({"format": "url"}))
+
+    import threading
+    threads = [threading.Thread(target=compile_one) for _ in range(8)]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join(10)
+    assert list(schema_lite._format_tests) == ["url"]
+    assert all(v.is_valid("https://example.com/") and not v.is_valid("nope") for v in built)
 
 
 def test_unknown_format_is_an_annotation_unless_strict():
