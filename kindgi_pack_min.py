@@ -111,7 +111,7 @@ JSON_CONTENT_TYPE = "application/json; charset=utf-8"
 LEVELS = ("error", "warn", "info", "debug", "trace")
 SEVERITY = {"error": "ERROR", "warn": "WARNING", "info": "INFO", "debug": "DEBUG", "trace": "DEBUG"}
 CORRELATION_KEYS = ("traceId", "spanId", "requestId", "tenantId", "projectId", "orgId", "runId", "toolId")
-FIXED_KEYS = frozenset(("time", "level", "severity", "subsystem", "message") + CORRELATION_KEYS)
+OWN_KEYS = frozenset(("time", "level", "severity", "subsystem", "message", "event", "kind") + CORRELATION_KEYS)
 SECRET_KEY = re.compile(
     r"token|secret|passw|authorization|api[-_]?key|cookie|credential|private[-_]?key|session", re.I)
 
@@ -197,15 +197,10 @@ class Records:
         record = {"time": _utc_now(), "level": level, "severity": SEVERITY[level],
                   "subsystem": subsystem, "message": str(message)}
         fields = fields or {}
-        for key in CORRELATION_KEYS:
-            if key in fields:
-                record[key] = fields[key]
+        record.update([(key, fields[key]) for key in CORRELATION_KEYS if key in fields])
         if event:
-            record["event"] = event
-            record["kind"] = event
-        for key, value in fields.items():
-            if key not in FIXED_KEYS and key not in ("event", "kind"):
-                record[key] = value
+            record["event"] = record["kind"] = event
+        record.update([item for item in fields.items() if item[0] not in OWN_KEYS])
         line = self._line(record)
         if self.secret and self.secret in line:
             line = self._line(_without(record, self.secret))
@@ -481,8 +476,9 @@ def read_config(argv, environ):
 # pack code can read: that file shows the environment block the process was
 # started with, in the process's own memory.  So once the token and the
 # undeclared variables are unset, their bytes in that block are overwritten
-# (its bounds are in /proc/self/stat; nothing points at them any more), and
-# the file is read back to prove it.  Where that can't be done (no ctypes, no
+# (through /proc/self/mem; the block's bounds are in /proc/self/stat and
+# nothing points at those bytes any more), and the file is read back to prove
+# it.  Where that can't be done (a sandbox that refuses /proc/self/mem, no
 # such /proc fields), the interpreter re-executes itself with the clean
 # environment and the token travels over an inherited pipe, read and closed
 # before any pack module loads.
@@ -544,7 +540,6 @@ def scrub_environ_block(names):
     True when /proc/self/environ, read back, no longer holds any of them.
     """
     try:
-        import ctypes
         with open("/proc/self/stat", "rb") as f:
             fields = f.read().rsplit(b")", 1)[1].split()
         start, end = int(fields[47]), int(fields[48])   # env_start, env_end (fields 50, 51)
@@ -552,14 +547,16 @@ def scrub_environ_block(names):
         with open("/proc/self/environ", "rb") as f:
             block = f.read()
         offset = 0
-        for entry in block.split(b"\0"):
-            if entry.split(b"=", 1)[0] in wanted and start + offset + len(entry) <= end:
-                ctypes.memset(start + offset, 0, len(entry))
-            offset += len(entry) + 1
+        with open("/proc/self/mem", "r+b", buffering=0) as memory:   # this process's own memory
+            for entry in block.split(b"\0"):
+                if entry.split(b"=", 1)[0] in wanted and start + offset + len(entry) <= end:
+                    memory.seek(start + offset)
+                    memory.write(bytes(len(entry)))
+                offset += len(entry) + 1
         with open("/proc/self/environ", "rb") as f:
             left = {entry.split(b"=", 1)[0] for entry in f.read().split(b"\0")}
         return not (left & wanted)
-    except (ImportError, OSError, ValueError, IndexError):
+    except (OSError, ValueError, IndexError, OverflowError):
         return False
 
 
@@ -967,7 +964,7 @@ TRACEPARENT = re.compile(r"^([0-9a-f]{2})-([0-9a-f]{32})-([0-9a-f]{16})-([0-9a-f
 
 def trace_fields(header):
     """``traceId`` and a fresh ``spanId`` from a valid W3C traceparent, else nothing."""
-    match = TRACEPARENT.match(header or "")
+    match = TRACEPARENT.match(header) if header else None
     if not match:
         return {}
     version, trace_id, parent_id, _flags, rest = match.groups()
@@ -1518,6 +1515,7 @@ class HttpError(Exception):
 
 TOKEN_BYTES = b"!#$%&'*+-.^_`|~0123456789ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz"
 METHOD_START = re.compile(rb"^[!#$%&'*+\-.^_`|~0-9A-Za-z]+( |$)")
+FIELD_LINE = re.compile(rb"([!#$%&'*+\-.^_`|~0-9A-Za-z]+):([^\r\n\0]*)")   # name: value
 ROUTES = {"/v1/invoke": ("POST", True), "/v1/info": ("GET", True),
           "/healthz": ("GET", False), "/readyz": ("GET", False)}
 
@@ -1623,13 +1621,12 @@ def _parse_head(lines):
     request.headers = headers = {}
     lengths = set()
     for line in lines[1:]:
-        if line[:1] in (b" ", b"\t"):
-            raise HttpError(400, "Obsolete header line folding")
-        name, colon, value = line.partition(b":")
-        value = value.strip(b" \t")
-        if not colon or not name or name.translate(None, TOKEN_BYTES) or b"\r" in value or b"\0" in value:
-            raise HttpError(400, "Malformed header line")
-        name, value = name.decode("ascii").lower(), value.decode("latin-1")
+        field = FIELD_LINE.fullmatch(line)
+        if field is None:
+            raise HttpError(400, "Obsolete header line folding" if line[:1] in (b" ", b"\t")
+                            else "Malformed header line")
+        name, value = field.groups()
+        name, value = name.decode("ascii").lower(), value.strip(b" \t").decode("latin-1")
         if name == "content-length":
             lengths.add(value)
         headers[name] = headers[name] + ", " + value if name in headers else value
@@ -1828,12 +1825,10 @@ class PackRequestHandler(BaseHTTPRequestHandler):
         """
         if close or self.body_unread or self.service.draining:
             self.close_connection = True
-        lines = ["HTTP/1.1 %d %s" % (status, self.responses.get(status, ("",))[0]),
-                 "content-type: " + JSON_CONTENT_TYPE, "content-length: %d" % len(body)]
-        lines.extend("%s: %s" % h for h in headers)
-        if self.close_connection:
-            lines.append("connection: close")
-        head = ("\r\n".join(lines) + "\r\n\r\n").encode("utf-8")  # an index may hold non-ASCII
+        head = ("HTTP/1.1 %d %s\r\ncontent-type: %s\r\ncontent-length: %d\r\n%s%s\r\n" % (
+            status, self.responses.get(status, ("",))[0], JSON_CONTENT_TYPE, len(body),
+            "".join(["%s: %s\r\n" % h for h in headers]),
+            "connection: close\r\n" if self.close_connection else "")).encode("utf-8")  # an index may hold non-ASCII
         request = self.request_head
         data = head if request is not None and request.method == "HEAD" else head + body
         try:
@@ -2516,9 +2511,6 @@ def _standin_settle(future, reason):
         future.set_result(reason)
 
 
-_STANDIN_CTX_MAPPINGS = ("env", "secrets", "config", "settings")
-
-
 def _standin_frozen_mapping(value):
     """A read-only copy of a mapping; anything that is not one becomes empty."""
     if not value or not isinstance(value, Mapping):
@@ -2549,15 +2541,12 @@ class ToolContext:
     def __init__(self, tenant_id, run_id, request_id=None, project_id=None,
                  org_id=None, env=None, secrets=None, config=None, settings=None,
                  cancellation=None, log=None, idempotency_key=None):
-        values = dict(locals())
-        for name in _STANDIN_CTX_MAPPINGS:
-            values[name] = _standin_frozen_mapping(values[name])
-        if cancellation is None:
-            values["cancellation"] = Cancellation()
-        if log is None:
-            values["log"] = _STANDIN_NOOP_LOGGER
-        for name in self.__slots__:
-            object.__setattr__(self, name, values[name])
+        frozen = _standin_frozen_mapping
+        values = (tenant_id, run_id, request_id, project_id, org_id, frozen(env), frozen(secrets),
+                  frozen(config), frozen(settings), Cancellation() if cancellation is None else cancellation,
+                  _STANDIN_NOOP_LOGGER if log is None else log, idempotency_key)
+        for name, value in zip(self.__slots__, values):   # __slots__ lists the fields in this order
+            object.__setattr__(self, name, value)
 
     def __setattr__(self, name, value):
         raise _standin_frozen("cannot assign to field %r" % name)
@@ -2956,8 +2945,10 @@ def _standin_doc(fn):
         return inspect.getdoc(fn) or ""
     if not isinstance(fn.__doc__, str):
         return ""
-    import textwrap
     first, _, rest = fn.__doc__.expandtabs().partition("\n")
+    if not rest:
+        return first.lstrip()
+    import textwrap
     return (first.lstrip() + "\n" + textwrap.dedent(rest)).strip("\n")
 
 

@@ -441,8 +441,10 @@ class CpuMeter:
 
 
 def measure_boot(targets, runs, workdir):
-    """Median seconds to `listening` per target, starting them in turn `runs` times."""
+    """Per target, starting them in turn `runs` times: median seconds to `listening`,
+    and median VmRSS (MB) at that moment."""
     times = {t.name: [] for t in targets}
+    sizes = {t.name: [] for t in targets}
     for _ in range(runs):
         for target in targets:
             probe = Target(target.name, target.argv, target.env)
@@ -450,8 +452,22 @@ def measure_boot(targets, runs, workdir):
                 times[target.name].append(start(probe, workdir))
             except RuntimeError:
                 continue                # reported when it is started for the load
+            sizes[target.name].append(rss_mb(probe.proc.pid)[0])
             stop(probe)
-    return {name: statistics.median(values) for name, values in times.items() if values}
+    return ({name: statistics.median(values) for name, values in times.items() if values},
+            {name: statistics.median(values) for name, values in sizes.items() if values})
+
+
+def as_archive(target, workdir):
+    """`ours` started from kindgi_pack_min.pyz, as deploy/Dockerfile runs it: boot and idle figures only.
+
+    A script is compiled at every start; the archive (tools/build_pyz.py)
+    carries the bytecode, so this shows what that compile costs.
+    """
+    archive = os.path.join(workdir, "kindgi_pack_min.pyz")
+    subprocess.run([target.argv[0], os.path.join(REPO, "tools", "build_pyz.py"), "--output", archive],
+                   check=True, timeout=120, stdout=subprocess.DEVNULL)
+    return Target("ours-pyz", [target.argv[0], archive] + target.argv[2:], target.env)
 
 
 NOISY = 25
@@ -539,7 +555,7 @@ class Ratios:
         self.add(key, label, value, goal, passed)
 
 
-def report_ratios(results, boot, memory):
+def report_ratios(results, boot, memory, boot_rss):
     r = Ratios(results)
     for tool_id, goal in (("echo", 3.0), ("order", 5.0)):
         for c in CONCURRENCY[1:]:
@@ -586,6 +602,12 @@ def report_ratios(results, boot, memory):
     idle = {name: m.get("idle_mb") for name, m in memory.items()}
     r.ratio("rss_idle_vs_official", "RSS idle, ours / official",
             idle.get("ours"), idle.get("official"), "<= 0.50", lambda v: v <= 0.5)
+    if "ours-pyz" in boot and "official" in boot:
+        r.ratio("boot_pyz_vs_official", "boot to listening, ours-pyz / official",
+                boot["ours-pyz"], boot["official"])
+    if "ours-pyz" in boot_rss and "official" in boot_rss:
+        r.ratio("rss_pyz_vs_official", "RSS at listening, ours-pyz / official",
+                boot_rss["ours-pyz"], boot_rss["official"])
     print("\nratios (one run; goals from issue 6)")
     print("\n".join(r.lines))
     if r.missing:
@@ -663,9 +685,13 @@ def main(argv=None):
 
 def run_all(targets, args, notes, workdir):
     boot_targets = [t for t in targets if t.name in ("ours", "official", "bare")]
-    boot = measure_boot(boot_targets, args.boot_runs, workdir)
+    boot_targets += [as_archive(t, workdir) for t in targets if t.name == "ours"]
+    boot, boot_rss = measure_boot(boot_targets, args.boot_runs, workdir)
     print("\nboot to listening (median of %d): %s" % (args.boot_runs, ", ".join(
         "%s %.0f ms" % (name, s * 1000) for name, s in boot.items())))
+    if "ours-pyz" in boot_rss:
+        print("ours-pyz is ours started from kindgi_pack_min.pyz (with bytecode); VmRSS at listening: %s"
+              % ", ".join("%s %.1f MB" % item for item in boot_rss.items()))
     memory = {}
     started = []
     try:
@@ -700,7 +726,7 @@ def run_all(targets, args, notes, workdir):
     print("stderr lines written: " + ", ".join(
         "%s %d" % (t.name, count_lines(t.stderr_path)) for t in targets))
     print("exit codes after SIGTERM: " + ", ".join("%s %s" % item for item in codes.items()))
-    figures = report_ratios(results, boot, memory)
+    figures = report_ratios(results, boot, memory, boot_rss)
     if args.json:
         dump(args.json, results, boot, memory, figures, notes, args)
     return 0

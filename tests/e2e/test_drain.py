@@ -30,7 +30,7 @@ import time
 import pytest
 
 from conftest import PYTHON, SERVICE, TOKEN, PackWriter, service_env
-from test_token import without_ctypes_at_first_start
+from test_token import without_memory_writes_at_first_start
 
 DRAIN_LIMIT = 9.0      # the contract: exit 0 within 9 s of the signal
 DRAIN_SECONDS = 8.0    # how long the service waits for calls in flight
@@ -360,14 +360,14 @@ def post_quietly(port, message):
 def test_signal_while_the_service_re_executes_is_not_lost(launcher, pack_index, tmp_path):
     """A signal that comes while the re-executed interpreter starts must still stop the service.
 
-    Without ctypes the service hides its token by re-executing itself; here
+    Where it can't write its own memory the service hides its token by re-executing itself; here
     that second start takes a second, and the signal comes in it, before the
     new image can have installed its handlers.  Blocking the two signals
     across ``execve`` (the mask is inherited) keeps the signal pending until
     the handlers are in place.
     """
     site = tmp_path / "site"
-    service = launcher.start(pack_index, env=without_ctypes_at_first_start(site, slow_restart=True),
+    service = launcher.start(pack_index, env=without_memory_writes_at_first_start(site, slow_restart=True),
                              expect_listening=False)
     deadline = time.monotonic() + 10
     while not (site / "starts-restarting").exists() and time.monotonic() < deadline:

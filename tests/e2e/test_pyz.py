@@ -46,14 +46,41 @@ def pyz(tmp_path_factory):
     return path
 
 
-def test_archive_holds_the_two_modules_and_a_main(pyz):
+def test_archive_holds_the_two_modules_their_bytecode_and_a_main(pyz):
     with open(str(pyz), "rb") as f:
         assert f.readline().startswith(b"#!")
     with zipfile.ZipFile(str(pyz)) as archive:
         names = sorted(archive.namelist())
         main = archive.read("__main__.py").decode("utf-8")
-    assert names == ["__main__.py", "kindgi_pack_min.py", "schema_lite.py"]
+    assert names == ["__main__.py", "kindgi_pack_min.py", "kindgi_pack_min.pyc", "schema_lite.py",
+                     "schema_lite.pyc"]
     assert "kindgi_pack_min.main()" in main
+
+
+def test_the_python_that_built_the_archive_runs_its_bytecode(pyz):
+    """No compile at start: the modules come from the archive's .pyc files."""
+    done = subprocess.run([PYTHON, "-I", "-S", "-c", "import sys; sys.path.insert(0, sys.argv[1]); "
+                           "import kindgi_pack_min, schema_lite; print(kindgi_pack_min.__file__); "
+                           "print(schema_lite.__file__)", str(pyz)],
+                          stdout=subprocess.PIPE, stderr=subprocess.PIPE, timeout=60)
+    assert done.returncode == 0, done.stderr
+    assert done.stdout.decode().split() == [str(pyz / "kindgi_pack_min.pyc"), str(pyz / "schema_lite.pyc")]
+
+
+def test_edited_source_in_the_archive_wins_over_its_bytecode(pyz, tmp_path):
+    """The bytecode is checked against its source's hash: an edited source is never run stale."""
+    edited = tmp_path / "edited.pyz"
+    with zipfile.ZipFile(str(pyz)) as original, zipfile.ZipFile(str(edited), "w") as copy:
+        for name in original.namelist():
+            data = original.read(name)
+            if name == "kindgi_pack_min.py":
+                data += b"\nEDITED = True\n"
+            copy.writestr(name, data)
+    done = subprocess.run([PYTHON, "-I", "-S", "-c", "import sys; sys.path.insert(0, sys.argv[1]); "
+                           "import kindgi_pack_min; print(kindgi_pack_min.EDITED)", str(edited)],
+                          stdout=subprocess.PIPE, stderr=subprocess.PIPE, timeout=60)
+    assert done.returncode == 0, done.stderr
+    assert done.stdout.decode().strip() == "True"
 
 
 def test_build_is_reproducible(pyz, tmp_path):

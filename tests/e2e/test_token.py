@@ -8,8 +8,8 @@ open.  The token must be in none of them, and under the env filter
 declare, while declared names, the ``KINDGI_``/``LC_``/``PYTHON``/...
 prefixes and the 58 platform names are kept.  The records never carry the
 token, not even when pack code logs or prints it.  The same holds on the
-fallback path, where the service re-executes itself (no ctypes) and hands
-the token over a pipe.
+fallback path, where the service re-executes itself (it can't write its own
+memory) and hands the token over a pipe.
 """
 
 import json
@@ -289,23 +289,29 @@ def test_one_dropped_variable_is_named_in_the_singular(launcher, pack_index):
 
 # -- the fallback: re-executing the interpreter ----------------------------------
 
-NO_CTYPES_AT_FIRST_START = '''
-import os, sys, time
+NO_MEMORY_WRITES_AT_FIRST_START = '''
+import builtins, os, time
 log = os.path.join(os.path.dirname(os.path.abspath(__file__)), "starts")
 with open(log, "a") as f:
     f.write("%d\\n" % os.getpid())
 with open(log) as f:
     starts = len(f.read().split())
-if starts == 1:
-    sys.modules["ctypes"] = None    # as on a CPython built without _ctypes
+if starts == 1:   # as in a sandbox that refuses /proc/self/mem
+    real_open = builtins.open
+
+    def open_without_memory(file, *args, **kwargs):
+        if file == "/proc/self/mem":
+            raise PermissionError(13, "Permission denied", file)
+        return real_open(file, *args, **kwargs)
+    builtins.open = open_without_memory
 elif starts == 2 and os.environ.get("KINDGI_TEST_SLOW_RESTART"):
     open(log + "-restarting", "w").close()
     time.sleep(1.0)
 '''
 
 
-def without_ctypes_at_first_start(folder, slow_restart=False):
-    """Service env whose first interpreter start can't import ctypes: the token must go by re-exec.
+def without_memory_writes_at_first_start(folder, slow_restart=False):
+    """Service env whose first interpreter start can't write /proc/self/mem: the token must go by re-exec.
 
     A ``sitecustomize`` on PYTHONPATH does it, and logs each interpreter
     start of the process in ``folder/starts``; with ``slow_restart`` the
@@ -313,15 +319,15 @@ def without_ctypes_at_first_start(folder, slow_restart=False):
     ``folder/starts-restarting``.
     """
     folder.mkdir(exist_ok=True)
-    (folder / "sitecustomize.py").write_text(NO_CTYPES_AT_FIRST_START)
+    (folder / "sitecustomize.py").write_text(NO_MEMORY_WRITES_AT_FIRST_START)
     env = {"PYTHONPATH": os.pathsep.join(filter(None, [str(folder), os.environ.get("PYTHONPATH")]))}
     if slow_restart:
         env["KINDGI_TEST_SLOW_RESTART"] = "1"
     return env
 
 
-def test_without_ctypes_the_service_re_executes_and_still_hides_everything(launcher, pack_index, tmp_path):
-    env = dict(input_environment(), **without_ctypes_at_first_start(tmp_path / "site"))
+def test_without_memory_writes_the_service_re_executes_and_still_hides_everything(launcher, pack_index, tmp_path):
+    env = dict(input_environment(), **without_memory_writes_at_first_start(tmp_path / "site"))
     service = launcher.start(pack_index, env=env)
     starts = (tmp_path / "site" / "starts").read_text().split()
     assert starts == [str(service.proc.pid)] * 2, "the service did not re-execute itself"
