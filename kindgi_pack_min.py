@@ -98,8 +98,6 @@ SOCKET_SECONDS = 10.0                # any single read or write
 MAX_HEAD_LINE = 8192
 MAX_HEAD_BYTES = 65536
 MAX_HEADERS = 100
-MAX_PENDING_RECORDS = 10000         # queued record lines before writers wait for stderr
-RECORD_BATCH_SECONDS = 0.005        # how long queued records wait to share a write
 MAX_INT_DIGITS = 4300                # Python 3.11+'s int/str limit, kept on every version
 JSON_CONTENT_TYPE = "application/json; charset=utf-8"
 
@@ -172,10 +170,7 @@ class Records:
         self.known = {}   # (level, subsystem) -> enabled, as worked out
         self.pretty = pretty
         self.secret = None   # the token: caller-sent text can carry it into a record
-        self.lock = threading.Lock()    # held while writing
-        self.pending = []               # encoded lines queued, in order
-        self.queued = threading.Event()
-        self.flusher = None
+        self.lock = threading.Lock()
 
     def enabled(self, level, subsystem="pack"):
         try:
@@ -191,7 +186,12 @@ class Records:
 
     def write(self, level, message, event=None, subsystem="pack", always=False, fields=None,
               lock_timeout=-1):
-        """Write one record; ``always`` is for lifecycle records, written at once (see ``flush``)."""
+        """Write one record; ``always`` is for lifecycle records.
+
+        With ``lock_timeout``, a record that can't have the lock in time is
+        written anyway, on a line of its own: the last words of a process
+        whose stderr is stuck mid-record.
+        """
         if not always and not self.enabled(level, subsystem):
             return
         record = {"time": _utc_now(), "level": level, "severity": SEVERITY[level],
@@ -205,47 +205,12 @@ class Records:
         if self.secret and self.secret in line:
             line = self._line(_without(record, self.secret))
         data = (line + "\n").encode("utf-8", "backslashreplace")
-        if always or lock_timeout >= 0 or self.flusher is None or len(self.pending) >= MAX_PENDING_RECORDS:
-            self.flush(data, lock_timeout)
-            return
-        self.pending.append(data)
-        if not self.queued.is_set():
-            self.queued.set()
-
-    def flush(self, data=b"", lock_timeout=-1):
-        """Write the queued lines, then ``data``, now.
-
-        With ``lock_timeout``, a line that can't have the lock in time is
-        written anyway, on a line of its own: the last words of a process
-        whose stderr is stuck mid-record.
-        """
-        if not self.lock.acquire(timeout=lock_timeout):
-            self._write_all(b"\n" + data)
-            return
+        locked = self.lock.acquire(timeout=lock_timeout)
         try:
-            batch, self.pending = self.pending, []
-            batch.append(data)
-            self._write_all(b"".join(batch))
+            self._write_all(data if locked else b"\n" + data)
         finally:
-            self.lock.release()
-
-    def start_flusher(self):
-        """From now on a call's record is queued, and a thread writes the queue.
-
-        A write to stderr is a system call that also hands the interpreter
-        to another thread; one write per few milliseconds instead of one per
-        call is a fifth of a quick call's cost.  Lifecycle records and last
-        words are still written at once, after what is queued.
-        """
-        self.flusher = threading.Thread(target=self._flush_queued, name="records", daemon=True)
-        self.flusher.start()
-
-    def _flush_queued(self):
-        while True:
-            self.queued.wait()
-            time.sleep(RECORD_BATCH_SECONDS)   # a burst gathers: one write carries it
-            self.queued.clear()
-            self.flush()
+            if locked:
+                self.lock.release()
 
     def _write_all(self, data):
         view = memoryview(data)
@@ -887,7 +852,7 @@ LONG_DIGITS = re.compile(r"[0-9]{%d}" % (MAX_INT_DIGITS + 1))
 # Made once: json.dumps and json.loads with options build an encoder or decoder per call.
 _load_strict = json.JSONDecoder(parse_constant=_reject_constant).decode
 _load_strict_digits = json.JSONDecoder(parse_constant=_reject_constant, parse_int=_parse_int).decode
-dump_compact = json.JSONEncoder(ensure_ascii=False, separators=(",", ":"), allow_nan=False).encode
+_dump_compact = json.JSONEncoder(ensure_ascii=False, separators=(",", ":"), allow_nan=False).encode
 _dump_compact_ascii = json.JSONEncoder(separators=(",", ":"), allow_nan=False).encode
 
 
@@ -909,7 +874,7 @@ def load_json_text(text):
 
 def dump_json(value):
     """Compact JSON text; lone surrogates are escaped so the bytes stay UTF-8."""
-    text = dump_compact(value)
+    text = _dump_compact(value)
     try:
         return text.encode("utf-8")
     except UnicodeEncodeError:
@@ -988,8 +953,8 @@ def _safe_str(value):
 def format_stack(exc):
     """The traceback of ``exc`` as text ("" if even that fails).
 
-    ``traceback`` is imported at the first throw, not at boot: it costs a
-    tenth of the boot, and many services never see one.
+    ``traceback`` is imported at the first throw, not at boot: it costs
+    milliseconds of every boot, and many services never see one.
     """
     try:
         import traceback
@@ -1090,7 +1055,7 @@ def _json_issue(place, message):
 def to_json_text(value):
     """``(text, None)`` for a JSON-able value, else ``(None, issues)``."""
     try:
-        return dump_compact(value), None
+        return _dump_compact(value), None
     except BaseException:  # pack objects can raise anything while they are read, SystemExit too
         issues = json_issues(value)
         if not issues:
@@ -2302,7 +2267,6 @@ def serve(config, records, service, lifecycle):
         records.write("info", "Listening on port %d" % port, event="listening", always=True,
                       fields={"port": port, "host": host, "packId": index.pack_id,
                               "artifactVersion": index.artifact_version})
-    records.start_flusher()
     server.serve_forever(poll_interval=0.2)
     return 0
 

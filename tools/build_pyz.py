@@ -29,7 +29,7 @@ zipapp then writes it out behind its `#!` line.
 import argparse
 import io
 import os
-import py_compile
+import subprocess
 import sys
 import tempfile
 import zipapp
@@ -65,12 +65,20 @@ def members():
     yield "__main__.py", MAIN
 
 
+# Run in a child interpreter with a fixed hash seed: before Python 3.11 a set
+# constant is written in hash order, so the bytes would change from build to build.
+COMPILE = """import py_compile, sys
+py_compile.compile(sys.argv[1], cfile=sys.argv[2], dfile=sys.argv[3], doraise=True,
+                   invalidation_mode=py_compile.PycInvalidationMode.CHECKED_HASH)
+"""
+
+
 def bytecode(source, name):
     """The .pyc of *source* for this interpreter, validated by the source's hash."""
     with tempfile.TemporaryDirectory() as folder:
         target = os.path.join(folder, name + "c")
-        py_compile.compile(source, cfile=target, dfile=name, doraise=True,
-                           invalidation_mode=py_compile.PycInvalidationMode.CHECKED_HASH)
+        subprocess.run([sys.executable, "-c", COMPILE, source, target, name], check=True,
+                       env=dict(os.environ, PYTHONHASHSEED="0"), timeout=120)
         with open(target, "rb") as f:
             return f.read()
 
