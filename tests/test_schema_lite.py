@@ -259,7 +259,8 @@ def test_formats(fmt, good, bad):
 def test_formats_are_built_when_a_schema_first_uses_them(monkeypatch):
     import subprocess
     fresh = subprocess.run([sys.executable, "-c", "import schema_lite; print(len(schema_lite._format_tests))"],
-                           cwd=str(Path(__file__).resolve().parents[1]), capture_output=True, text=True)
+                           cwd=str(Path(__file__).resolve().parents[1]), capture_output=True, text=True,
+                           timeout=60)
     assert fresh.stdout.strip() == "0"
     monkeypatch.setattr(schema_lite, "_format_tests", {})
     built = []
