@@ -319,6 +319,31 @@ def test_listening_record(launcher, tmp_path):
     assert service.request("GET", "/healthz", token=False).status == 200
 
 
+HTTPS_TOOL = '''\
+import sys
+from kindgi import tool
+
+BOOT_MODULES = sorted(name for name in ("ssl", "_ssl", "hashlib", "_hashlib") if name in sys.modules)
+
+@tool(id="https")
+def https(input):
+    import http.client, ssl, urllib.request
+    connection = http.client.HTTPSConnection("example.invalid", 443, timeout=1)   # never connects
+    return {"bootModules": BOOT_MODULES, "context": type(connection._context) is ssl.SSLContext,
+            "handler": hasattr(urllib.request, "HTTPSHandler"), "verify": ssl.create_default_context().verify_mode.name}
+'''
+
+
+def test_openssl_is_not_loaded_at_boot_yet_pack_code_has_https(launcher, tmp_path):
+    """ssl and hashlib load OpenSSL (a sixth of the idle memory); the service needs neither."""
+    pack = PackWriter(tmp_path)
+    pack.module("tools/https.py", HTTPS_TOOL)
+    pack.tool("https", "tools/https.py")
+    service = launcher.start(pack.write())
+    assert service.call_tool("https", {}).json["output"] == {
+        "bootModules": [], "context": True, "handler": True, "verify": "CERT_REQUIRED"}
+
+
 def test_absent_artifact_version_is_an_empty_header(launcher, tmp_path):
     index = echo_pack(tmp_path).write()
     data = json.loads(index.read_text())

@@ -40,6 +40,11 @@ def chatty(input, ctx):
     ctx.log.info("pack code says hello", {"zeta": 1}, alpha=2)
     return {}
 
+@tool(id="big", version="1.0.0")
+def big(input, ctx):
+    ctx.log.info("a long record", blob=input["mark"] * input["size"])
+    return {}
+
 @tool(id="boom", version="1.0.0")
 def boom(input, ctx):
     raise ValueError("boom")
@@ -63,7 +68,7 @@ def g(config, trace):
 def pack_index(tmp_path_factory):
     pack = PackWriter(tmp_path_factory.mktemp("records"))
     pack.module("tools/code.py", PACK_CODE)
-    for tool_id in ("echo", "chatty", "boom", "printer"):
+    for tool_id in ("echo", "chatty", "big", "boom", "printer"):
         pack.tool(tool_id, "tools/code.py", version="1.0.0")
     pack.guardrail("g", "tools/code.py")
     return pack.write()
@@ -139,6 +144,69 @@ def test_call_record_fields_and_order(service):
                 "target": "tool", "id": "echo", "outcome": "ok", "event": "call", "kind": "call",
                 "inMessage": ["target", "id", "outcome", "durationMs"]}
     assert {k: record.get(k) for k in expected} == expected
+
+
+def test_call_record_keys_in_full_order(service):
+    traceparent = "00-%s-%s-01" % (TRACE_ID, PARENT_ID)
+    service.call_tool("echo", {}, ctx=FULL_CTX, headers={"traceparent": traceparent})
+    assert list(call_record(service, "run-full")) == FIXED + CORRELATION + [
+        "event", "kind", "packId", "artifactVersion", "target", "id", "outcome", "durationMs", "inMessage"]
+    own_trace = "5" * 32
+    service.call_check("g", headers={"traceparent": "00-%s-%s-01" % (own_trace, PARENT_ID)})
+    record = service.wait_record("call", where=lambda r: r.get("checkId") == "g" and r.get("traceId") == own_trace)
+    assert list(record) == FIXED + ["traceId", "spanId", "event", "kind", "checkId", "packId", "artifactVersion",
+                                    "target", "id", "outcome", "durationMs", "inMessage"]
+
+
+def test_call_record_carries_any_caller_string_intact(service):
+    """Quotes, backslashes, controls, non-ASCII and a lone surrogate from the caller stay one JSON line."""
+    awkward = 'q"uote \\ back\nslash \u00e9\u2028 \ud800 end'
+    ctx = {"tenantId": awkward, "runId": "run-awkward", "requestId": awkward + "-r"}
+    assert service.call_tool("echo", {}, ctx=ctx).status == 200
+    record = call_record(service, "run-awkward")
+    assert (record["tenantId"], record["requestId"]) == (awkward, awkward + "-r")
+    assert_shape(record)
+    assert len(service.records) == len(service.raw_stderr), "a line is not a JSON record"
+
+
+def test_records_are_the_same_without_the_json_accelerator(launcher, pack_index, tmp_path):
+    """An interpreter whose json has no C part (``_json``) writes the same records, in Python."""
+    (tmp_path / "sitecustomize.py").write_text("import sys\nsys.modules['_json'] = None\n")
+    slow = launcher.start(pack_index, env={"PYTHONPATH": str(tmp_path)})
+    slow.call_tool("chatty", {}, ctx=FULL_CTX, headers={"traceparent": "00-%s-%s-01" % (TRACE_ID, PARENT_ID)})
+    assert list(call_record(slow, "run-full")) == FIXED + CORRELATION + [
+        "event", "kind", "packId", "artifactVersion", "target", "id", "outcome", "durationMs", "inMessage"]
+    record = slow.wait_record(None, where=lambda r: r.get("message") == "pack code says hello")
+    assert (record["zeta"], record["alpha"], record["toolId"]) == (1, 2, "chatty")
+    assert len(slow.records) == len(slow.raw_stderr), "a line is not a JSON record"
+
+
+def test_long_and_short_records_written_at_once_never_mix(service):
+    """Records longer than a pipe holds, written while other calls write theirs: every line whole."""
+    size = 200000
+    errors = []
+
+    def calls(n):
+        for i in range(n):
+            if service.call_tool("echo", {}, ctx={"tenantId": "t", "runId": "run-mix"}).status != 200:
+                errors.append(i)
+
+    threads = [threading.Thread(target=calls, args=(40,)) for _ in range(6)]
+    for thread in threads:
+        thread.start()
+    for mark in "abcdefgh":
+        assert service.call_tool("big", {"mark": mark, "size": size}).status == 200
+    for thread in threads:
+        thread.join(60)
+    assert errors == [] and not any(thread.is_alive() for thread in threads)
+    blobs = [r["blob"] for r in service.records if "blob" in r]
+    deadline = time.monotonic() + 10
+    while len(blobs) < 8 and time.monotonic() < deadline:
+        time.sleep(0.05)
+        blobs = [r["blob"] for r in service.records if "blob" in r]
+    assert sorted(blobs) == [mark * size for mark in "abcdefgh"]
+    assert len([r for r in service.records_of("call") if r.get("runId") == "run-mix"]) == 240
+    assert len(service.records) == len(service.raw_stderr), "a line is not a JSON record"
 
 
 def test_call_record_for_a_failed_call_is_a_warning(service):
@@ -236,6 +304,12 @@ def test_pretty_format_writes_lines_that_are_not_json(launcher, pack_index):
         time.sleep(0.02)
     assert any("Listening on port" in line for line in pretty.raw_stderr), pretty.raw_stderr
     assert any("DROPPED_FOR_PRETTY" in line for line in pretty.raw_stderr), pretty.raw_stderr
+    pretty.port = int(re.search(r"Listening on port (\d+)", "".join(pretty.raw_stderr)).group(1))
+    assert pretty.call_tool("echo", {}, ctx={"tenantId": "t", "runId": "run-pretty"}).status == 200
+    while not any("tool echo ok" in line for line in pretty.raw_stderr) and time.monotonic() < deadline:
+        time.sleep(0.02)
+    line = [line for line in pretty.raw_stderr if "tool echo ok" in line][0]
+    assert line.split()[1:3] == ["INFO", "pack"] and 'runId="run-pretty"' in line, line
     assert pretty.records == []
 
 
