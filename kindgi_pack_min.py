@@ -1324,7 +1324,7 @@ def call_tool(service, call, message):
     if entry.input_validator is None:
         return error_message("input-validation-failed", 'Tool "%s" input schema failed to compile: %s'
                              % (tool_id, entry.input_schema_error), "toolId", tool_id)
-    value = entry.input_validator.apply_defaults(message.get("input"))
+    value = entry.input_validator.apply_defaults(message.get("input"), in_place=True)   # parsed for this call
     if not entry.input_validator.is_valid(value):
         return error_message("input-validation-failed", 'Tool "%s" input failed validation' % tool_id,
                              "toolId", tool_id, issues=entry.input_validator.issues(value))

@@ -11,6 +11,7 @@ standard library only:
     v.is_valid(instance)                   # stops at the first failure
     v.apply_defaults(instance)             # a new value, defaults filled like Ajv
     apply_defaults(schema, instance)       # the same, compiling (and caching) first
+    v.apply_defaults(instance, in_place=True)  # the instance itself filled, as Ajv does
     check_schema(schema)                   # raises SchemaError or returns None
 
 A schema is compiled into closures: each keyword has a small compile function in a
@@ -2531,20 +2532,25 @@ class SchemaValidator(object):
         except RecursionError:
             return False
 
-    def apply_defaults(self, instance):
-        """A new value: a deep copy of ``instance`` with defaults filled as Ajv's useDefaults does."""
+    def apply_defaults(self, instance, in_place=False):
+        """A new value: a deep copy of ``instance`` with defaults filled as Ajv's useDefaults does.
+
+        With ``in_place`` the instance itself is filled and returned, as Ajv
+        does, without the copy (an instance too deep to fill is left partly
+        filled).
+        """
         if not self._defaulter_ready:
             with _lock:
                 if not self._defaulter_ready:
                     self._prepare_defaults()
-        value = _copy(instance)
+        value = instance if in_place else _copy(instance)
         if self._defaulter is not None:
             if self._dynamic:
                 _tls.scope = []
             try:
                 self._defaulter(value)
             except RecursionError:
-                return _copy(instance)
+                return value if in_place else _copy(instance)
         return value
 
     def _prepare_defaults(self):

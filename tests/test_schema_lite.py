@@ -304,6 +304,20 @@ def test_defaults_nested_and_never_mutating():
     assert apply_defaults(schema, {})["options"] == {"loud": False}
 
 
+def test_defaults_in_place_fill_the_instance_itself_with_copies_of_the_defaults():
+    schema = {"type": "object", "properties": {
+        "options": {"type": "object", "default": {}, "properties": {"loud": {"type": "boolean", "default": False}}},
+        "tags": {"type": "array", "items": {"type": "object", "properties": {"w": {"default": 1}}}},
+    }}
+    v = SchemaValidator(schema)
+    given = {"tags": [{}, {"w": 2}]}
+    first_tag = given["tags"][0]
+    assert v.apply_defaults(given, in_place=True) is given
+    assert given == {"tags": [{"w": 1}, {"w": 2}], "options": {"loud": False}} and first_tag == {"w": 1}
+    given["options"]["loud"] = True
+    assert v.apply_defaults({}, in_place=True)["options"] == {"loud": False}
+
+
 def test_defaults_follow_ajv_rules():
     schema = {
         "type": "object",
