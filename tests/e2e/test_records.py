@@ -199,13 +199,17 @@ def test_long_and_short_records_written_at_once_never_mix(service):
     for thread in threads:
         thread.join(60)
     assert errors == [] and not any(thread.is_alive() for thread in threads)
-    blobs = [r["blob"] for r in service.records if "blob" in r]
+
+    def seen():
+        return ([r["blob"] for r in service.records if "blob" in r],
+                [r for r in service.records_of("call") if r.get("runId") == "run-mix"])
+
     deadline = time.monotonic() + 10
-    while len(blobs) < 8 and time.monotonic() < deadline:
-        time.sleep(0.05)
-        blobs = [r["blob"] for r in service.records if "blob" in r]
+    while [len(found) for found in seen()] != [8, 240] and time.monotonic() < deadline:
+        time.sleep(0.05)   # the test's reader may still be taking the last lines off the pipe
+    blobs, calls = seen()
     assert sorted(blobs) == [mark * size for mark in "abcdefgh"]
-    assert len([r for r in service.records_of("call") if r.get("runId") == "run-mix"]) == 240
+    assert len(calls) == 240
     assert len(service.records) == len(service.raw_stderr), "a line is not a JSON record"
 
 
