@@ -477,27 +477,37 @@ NOISY = 25
 def measure_load(targets, scenarios, args):
     """Run every scenario on every target in turn; {(scenario, target, c): [summaries]}.
 
-    A figure taken while other processes were busy is taken again (within a
-    time budget of `--retry-budget` seconds for the whole run), and the least
-    disturbed one kept.
+    With `--rounds N` each figure is taken N times, the targets alternating
+    within every round, and the round with the median req/s is kept: the
+    machine's speed drifts, and a drift then hits every target alike.
     """
     results = {}
     budget_end = time.perf_counter() + args.retry_budget
     for scenario in scenarios:
         for concurrency in scenario.levels:
-            for target in targets:
-                if not runs_scenario(target.name, scenario):
-                    continue
-                summaries = measure(target, scenario, concurrency, args)
-                while summaries[0]["other_cpu"] > NOISY and time.perf_counter() < budget_end:
-                    again = measure(target, scenario, concurrency, args)
-                    if again[0]["other_cpu"] < summaries[0]["other_cpu"]:
-                        summaries = again
-                    if again[0]["other_cpu"] <= NOISY:
-                        break
-                results[(scenario.name, target.name, concurrency)] = summaries
-                print(row(scenario.name, concurrency, target.name, summaries[0]), flush=True)
+            runs = [t for t in targets if runs_scenario(t.name, scenario)]
+            taken = {t.name: [] for t in runs}
+            for _ in range(args.rounds):
+                for target in runs:
+                    taken[target.name].append(measure_quietly(target, scenario, concurrency, args, budget_end))
+            for name, rounds in taken.items():
+                summaries = sorted(rounds, key=lambda s: s[0]["rps"])[len(rounds) // 2]
+                results[(scenario.name, name, concurrency)] = summaries
+                print(row(scenario.name, concurrency, name, summaries[0]), flush=True)
     return results
+
+
+def measure_quietly(target, scenario, concurrency, args, budget_end):
+    """One figure; taken again while other processes were busy during it (within
+    the `--retry-budget` for the whole run), keeping the least disturbed."""
+    summaries = measure(target, scenario, concurrency, args)
+    while summaries[0]["other_cpu"] > NOISY and time.perf_counter() < budget_end:
+        again = measure(target, scenario, concurrency, args)
+        if again[0]["other_cpu"] < summaries[0]["other_cpu"]:
+            summaries = again
+        if again[0]["other_cpu"] <= NOISY:
+            break
+    return summaries
 
 
 def measure(target, scenario, concurrency, args):
@@ -631,6 +641,8 @@ def parse_args(argv):
     parser.add_argument("--max-requests", type=int, default=500000,
                         help="also end a window after N answers (default 500000)")
     parser.add_argument("--boot-runs", type=int, help="boots per service (default 5)")
+    parser.add_argument("--rounds", type=int, default=1,
+                        help="take each figure N times, alternating targets; keep the median (default 1)")
     parser.add_argument("--retry-budget", type=float,
                         help="seconds spent re-taking disturbed figures (default 60)")
     parser.add_argument("--only", help="comma-separated targets: ours,ours-logwarn,official,"
@@ -675,8 +687,8 @@ def main(argv=None):
     print("%s, %s, %d CPUs, Python %s, load average %s" % (
         time.strftime("%Y-%m-%d %H:%M UTC", time.gmtime()), platform.platform(),
         os.cpu_count(), platform.python_version(), os.getloadavg()))
-    print("duration %.1f s + warm-up %.1f s per figure; services on CPU %d, generator on CPU %d"
-          % (args.duration, args.warmup, SERVER_CPU, LOADGEN_CPU))
+    print("duration %.1f s + warm-up %.1f s per figure, %d round(s) (median kept); services on CPU %d, "
+          "generator on CPU %d" % (args.duration, args.warmup, args.rounds, SERVER_CPU, LOADGEN_CPU))
     print("pack services log at their default level, info (a record per call); "
           "ours-logwarn at warn")
     with tempfile.TemporaryDirectory(prefix="kindgi-bench-") as workdir:
@@ -739,6 +751,7 @@ def dump(path, results, boot, memory, figures, notes, args):
                     "python": platform.python_version()},
         "duration_s": args.duration,
         "warmup_s": args.warmup,
+        "rounds": args.rounds,
         "boot_ms": {name: round(s * 1000, 1) for name, s in boot.items()},
         "memory": memory,
         "results": [{"scenario": s, "target": t, "concurrency": c, "streams": summaries}
