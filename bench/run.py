@@ -651,6 +651,8 @@ def parse_args(argv):
     parser.add_argument("--profile", metavar="DIR",
                         help="run ours under cProfile; write DIR/ours.prof and ours.prof.txt")
     args = parser.parse_args(argv)
+    if args.rounds < 1:
+        parser.error("--rounds must be 1 or more, got %d" % args.rounds)
     quick = args.quick
     args.duration = args.duration or (0.5 if quick else 3.0)
     args.warmup = args.warmup if args.warmup is not None else (0.2 if quick else 0.5)
