@@ -2594,13 +2594,6 @@ def _standin_frozen_mapping(value):
 _STANDIN_EMPTY_MAPPING = types.MappingProxyType({})
 
 
-@functools.lru_cache(maxsize=None)
-def _standin_camel(name):
-    """snake_case -> camelCase, the wire spelling of a field (cached: it runs per call)."""
-    head, *rest = name.split("_")
-    return head + "".join(part.title() for part in rest)
-
-
 class ToolContext:
     """What a handler knows about its call: ids, env, secrets, cancellation, log.
 
@@ -2675,6 +2668,13 @@ def _standin_issue(path, keyword, message):
 def _standin_pointer(path, key):
     """Extend a JSON pointer by one key."""
     return "%s/%s" % (path, str(key).replace("~", "~0").replace("/", "~1"))
+
+
+@functools.lru_cache(maxsize=None)
+def _standin_camel(name):
+    """snake_case -> camelCase, the wire spelling of a field (cached: it runs per call)."""
+    head, *rest = name.split("_")
+    return head + "".join(part.title() for part in rest)
 
 
 def _standin_scalar(convert):
