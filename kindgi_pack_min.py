@@ -2252,17 +2252,19 @@ class Lifecycle:
 
     def __init__(self):
         self.records = None
-        self.service = None
-        self.stopping = False
+        self.service = None            # set once `listening` is said: from then on a signal drains
+        self.signalled = False
         self.lock = threading.Lock()   # orders ``listening`` and ``stopped``
         self.wake_r, self.wake_w = os.pipe()
         os.set_blocking(self.wake_w, False)
-        threading.Thread(target=self._run, name="lifecycle", daemon=True).start()
+        self.thread = threading.Thread(target=self._run, name="lifecycle", daemon=True)
+        self.thread.start()
         for signum in STOP_SIGNALS:
             signal.signal(signum, self._on_signal)
         signal.pthread_sigmask(signal.SIG_UNBLOCK, STOP_SIGNALS)  # held since the start, if at all
 
     def _on_signal(self, signum, frame):
+        self.signalled = True   # on the main thread, so serve() sees it before it says `listening`
         try:
             os.write(self.wake_w, b"!")
         except OSError:
@@ -2287,9 +2289,7 @@ class Lifecycle:
         The last words go from a thread of their own, given a second: a
         stderr nobody reads must not keep the process alive.
         """
-        locked = self.lock.acquire(timeout=1.0)   # serve() may be stuck writing `listening`
-        self.stopping = True
-        if locked:
+        if self.lock.acquire(timeout=1.0):   # serve() may be stuck writing `listening`
             self.lock.release()
         last_words = threading.Thread(target=self._last_words, daemon=True)
         last_words.start()
@@ -2367,15 +2367,18 @@ def serve(config, records, service, lifecycle):
         return 1
     service.watchman = Watchman(server)
     service.watchman.start()
-    lifecycle.service = service
     index = service.pack.index
     port = server.server_address[1]
     with lifecycle.lock:
-        if lifecycle.stopping:
-            return 0   # a signal came during the boot: never say `listening` after `stopped`
-        records.write("info", "Listening on port %d" % port, event="listening", always=True,
-                      fields={"port": port, "host": host, "packId": index.pack_id,
-                              "artifactVersion": index.artifact_version})
+        if not lifecycle.signalled:
+            lifecycle.service = service
+            records.write("info", "Listening on port %d" % port, event="listening", always=True,
+                          fields={"port": port, "host": host, "packId": index.pack_id,
+                                  "artifactVersion": index.artifact_version})
+    if lifecycle.service is None:
+        # A signal came during the boot: the lifecycle thread writes `stopped` and exits; never `listening`.
+        lifecycle.thread.join(DRAIN_SECONDS)
+        return 0
     server.serve_forever(poll_interval=0.2)
     return 0
 
