@@ -213,6 +213,23 @@ def test_long_and_short_records_written_at_once_never_mix(service):
     assert len(service.records) == len(service.raw_stderr), "a line is not a JSON record"
 
 
+def test_records_written_in_batches_still_come_before_draining_and_stopped(launcher, pack_index):
+    """Once serving, records wait a few milliseconds for the writer thread; a lifecycle record
+    writes those first, so a stop right after the calls loses none and keeps the order."""
+    own = launcher.start(pack_index)
+    conn = own.connection()
+    for i in range(50):
+        assert own.call_tool("chatty", {}, ctx={"tenantId": "t", "runId": "run-batch-%d" % i},
+                             conn=conn).status == 200
+    own.signal(signal.SIGTERM)
+    assert own.wait_exit(10) == 0
+    kinds = [(r["kind"] if "kind" in r else r["message"], r.get("runId")) for r in own.records]
+    expected = []
+    for i in range(50):
+        expected += [("pack code says hello", "run-batch-%d" % i), ("call", "run-batch-%d" % i)]
+    assert kinds[kinds.index(("listening", None)) + 1:] == expected + [("draining", None), ("stopped", None)]
+
+
 def test_call_record_for_a_failed_call_is_a_warning(service):
     service.call_tool("boom", {}, ctx={"tenantId": "t", "runId": "run-boom"})
     record = call_record(service, "run-boom")
