@@ -1155,6 +1155,11 @@ def _valid(inst, path, errors, ann):
     return True
 
 
+def _never(inst):
+    """The test of a checker that has none: run the checker."""
+    return False
+
+
 def _issue(path, spath, keyword, params, message):
     return {"instancePath": _render_path(path), "schemaPath": spath, "keyword": keyword,
             "params": params, "message": message}
@@ -1581,13 +1586,19 @@ def _joined(checks):
     run to write Ajv's issues, in Ajv's order."""
     tests = [fn.passes for fn in checks]
 
-    def check(inst, path, errors, ann):
+    def passes(inst):
         for test in tests:
             if not test(inst):
-                if errors is not None:
-                    _run_all(checks, inst, path, errors, ann)
                 return False
         return True
+
+    def check(inst, path, errors, ann):
+        if passes(inst):
+            return True
+        if errors is not None:
+            _run_all(checks, inst, path, errors, ann)
+        return False
+    check.passes = passes
     return check
 
 
@@ -1600,7 +1611,21 @@ def _group_step(kind, checks, type_step):
         if type(inst) is kind or (kind is None and _is_number(inst)):
             return run(inst, path, errors, ann)
         return type_step is None or type_step(inst, path, errors, ann)
+    if all(hasattr(fn, "passes") for fn in checks) and (type_step is None or hasattr(type_step, "passes")):
+        check.passes = _group_test(kind, [fn.passes for fn in checks], type_step and type_step.passes)
     return check
+
+
+def _group_test(kind, tests, type_test):
+    """A typed group's keywords as one test, when each of them only tests the instance."""
+    def passes(inst):
+        if type(inst) is kind or (kind is None and _is_number(inst)):
+            for test in tests:
+                if not test(inst):
+                    return False
+            return True
+        return type_test is None or type_test(inst)
+    return passes
 
 
 def _node(steps, own_ann):
@@ -2068,13 +2093,15 @@ def _k_properties(c, schema, value, kpath, spath, cx):
     inner = cx.but()
     subs = [(name, c.compile(value[name], kpath + "/" + _fragment(name), inner)) for name in names
             if not _always_valid(value[name])]
+    subs = [(name, sub, getattr(sub, "passes", _never)) for name, sub in subs]
 
     def check(inst, path, errors, ann):
         if ann is not None:
             ann.add_props(k for k in names if k in inst)
         valid = True
-        for name, sub in subs:
-            if name in inst and not sub(inst[name], (path, name), errors, None):
+        for name, sub, passes in subs:
+            # A member that passes its test needs no path and no checker: most members of a valid instance.
+            if name in inst and not passes(inst[name]) and not sub(inst[name], (path, name), errors, None):
                 if errors is None:
                     return False
                 valid = False

@@ -500,3 +500,39 @@ def test_validator_is_thread_safe_and_reusable():
     for t in threads:
         t.join(10)
     assert results == [True] * 16
+
+
+# ---------------------------------------------------------------------------
+# Members whose schema only tests the value are checked by one test first
+# (the fast path of `properties`); a failing one still gets Ajv's issue
+# ---------------------------------------------------------------------------
+
+MEMBERS = {
+    "type": "object",
+    "properties": {
+        "sku": {"type": "string", "pattern": "^[A-Z]{3}$"},
+        "kind": {"type": "string", "enum": ["a", "b"]},
+        "count": {"type": "integer", "minimum": 1, "maximum": 9},
+        "price": {"type": "number", "exclusiveMinimum": 0},
+        "name": {"type": ["string", "null"], "minLength": 2},
+    },
+}
+
+
+@pytest.mark.parametrize("member, value, schema_path, keyword", [
+    ("sku", "AB1", "#/properties/sku/pattern", "pattern"),
+    ("sku", 7, "#/properties/sku/type", "type"),
+    ("kind", "c", "#/properties/kind/enum", "enum"),
+    ("count", 2.5, "#/properties/count/type", "type"),
+    ("count", 0, "#/properties/count/minimum", "minimum"),
+    ("count", True, "#/properties/count/type", "type"),
+    ("price", 0, "#/properties/price/exclusiveMinimum", "exclusiveMinimum"),
+    ("price", "1", "#/properties/price/type", "type"),
+    ("name", "x", "#/properties/name/minLength", "minLength"),
+    ("name", 3, "#/properties/name/type", "type"),
+])
+def test_a_member_failing_its_value_test_gets_its_issue(member, value, schema_path, keyword):
+    good = {"sku": "ABC", "kind": "a", "count": 3, "price": 0.5, "name": None}
+    assert SchemaValidator(MEMBERS).is_valid(good)
+    issue = one(MEMBERS, dict(good, **{member: value}))
+    assert (issue["instancePath"], issue["schemaPath"], issue["keyword"]) == ("/" + member, schema_path, keyword)
