@@ -32,10 +32,8 @@ evaluated) this module follows the specification; docs/schema_lite.md lists them
 import re
 import sys
 import threading
-import unicodedata
 from functools import partial
 from itertools import groupby
-from urllib.parse import quote, unquote
 
 __all__ = ["SchemaError", "SchemaValidator", "apply_defaults", "check_schema"]
 
@@ -299,6 +297,7 @@ def _fragment(key):
         return str(key)
     if _PLAIN_SEGMENT.match(key):
         return key
+    from urllib.parse import quote   # here: it costs the service's boot 3 ms and most keys never need it
     return quote(key.replace("~", "~0").replace("/", "~1"), safe="-_.!~*'()")
 
 
@@ -403,6 +402,7 @@ _category_lock = threading.Lock()
 
 def _category_table():
     """Code point ranges per Unicode general category, built once on first use."""
+    import unicodedata   # here: only \p{...} patterns need it
     with _category_lock:
         if not _category_ranges:
             table = {}
@@ -1318,6 +1318,7 @@ class _Compiler(object):
         doc, frag = _split_fragment(uri)
         node = self.docs.get(doc)
         if node is not None and frag.startswith("/"):
+            from urllib.parse import unquote
             for part in unquote(frag).split("/")[1:]:
                 part = part.replace("~1", "/").replace("~0", "~")
                 if type(node) is dict and part in node:

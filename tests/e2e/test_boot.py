@@ -319,11 +319,14 @@ def test_listening_record(launcher, tmp_path):
     assert service.request("GET", "/healthz", token=False).status == 200
 
 
+LOADED_ON_FIRST_USE = ("ssl", "_ssl", "hashlib", "_hashlib", "http.client", "email.utils", "email.message", "html",
+                      "shutil", "datetime", "urllib.parse")
+
 HTTPS_TOOL = '''\
 import sys
 from kindgi import tool
 
-BOOT_MODULES = sorted(name for name in ("ssl", "_ssl", "hashlib", "_hashlib") if name in sys.modules)
+BOOT_MODULES = sorted(name for name in %r if name in sys.modules)
 
 @tool(id="https")
 def https(input):
@@ -331,7 +334,7 @@ def https(input):
     connection = http.client.HTTPSConnection("example.invalid", 443, timeout=1)   # never connects
     return {"bootModules": BOOT_MODULES, "context": type(connection._context) is ssl.SSLContext,
             "handler": hasattr(urllib.request, "HTTPSHandler"), "verify": ssl.create_default_context().verify_mode.name}
-'''
+''' % (LOADED_ON_FIRST_USE,)
 
 
 def test_openssl_is_not_loaded_at_boot_yet_pack_code_has_https(launcher, tmp_path):
@@ -341,7 +344,70 @@ def test_openssl_is_not_loaded_at_boot_yet_pack_code_has_https(launcher, tmp_pat
     pack.tool("https", "tools/https.py")
     service = launcher.start(pack.write())
     assert service.call_tool("https", {}).json["output"] == {
-        "bootModules": [], "context": True, "handler": True, "verify": "CERT_REQUIRED"}
+        "bootModules": loaded_by_the_interpreter(LOADED_ON_FIRST_USE), "context": True, "handler": True,
+        "verify": "CERT_REQUIRED"}
+
+
+def loaded_by_the_interpreter(names):
+    """Those of ``names`` the interpreter loads before any program runs (site .pth files can)."""
+    found = subprocess.run([PYTHON, "-c", "import sys; print(' '.join(sorted(n for n in %r if n in sys.modules)))"
+                            % (names,)], capture_output=True, text=True, timeout=60, check=True)
+    return found.stdout.split()
+
+
+FILE_SERVER_TOOL = '''\
+import functools, threading, urllib.error, urllib.request
+from http import client
+from email import utils
+import http.server
+from kindgi import tool
+
+@tool(id="serve-file")
+def serve_file(input):
+    handler = functools.partial(http.server.SimpleHTTPRequestHandler, directory=input["dir"])
+    server = http.server.ThreadingHTTPServer(("127.0.0.1", 0), handler)
+    server.RequestHandlerClass.log_message = lambda *args: None
+    threading.Thread(target=server.serve_forever, daemon=True).start()
+    base = "http://127.0.0.1:%d/" % server.server_address[1]
+    try:
+        with urllib.request.urlopen(base + "page.html", timeout=5) as answer:
+            found = [answer.status, answer.headers.get_content_type(), answer.read().decode(),
+                     utils.parsedate_to_datetime(answer.headers["Date"]).year > 2000]
+        with urllib.request.urlopen(base, timeout=5) as answer:
+            listed = "a&lt;b&gt;.txt" in answer.read().decode()
+        try:
+            urllib.request.urlopen(base + "missing", timeout=5)
+        except urllib.error.HTTPError as error:
+            missing = error.code
+        connection = client.HTTPConnection("127.0.0.1", server.server_address[1], timeout=5)
+        connection.request("GET", "/page.html", headers={"If-Modified-Since": "Sun, 01 Jan 2090 00:00:00 GMT"})
+        cached = connection.getresponse().status
+        connection.close()
+    finally:
+        server.shutdown()
+        server.server_close()
+    return {"found": found, "listed": listed, "missing": missing, "cached": cached,
+            "messageClass": http.server.BaseHTTPRequestHandler.MessageClass is client.HTTPMessage}
+'''
+
+
+def test_pack_code_gets_the_modules_http_server_loads_on_first_use(launcher, tmp_path):
+    """http.client, email, html, mimetypes, shutil, datetime, urllib.parse: real once pack code uses them.
+
+    The tool reaches them the awkward ways too: ``from http import client``
+    before anything imported it, and http.server's own file server.
+    """
+    pack = PackWriter(tmp_path)
+    pack.module("tools/files.py", FILE_SERVER_TOOL)
+    pack.tool("serve-file", "tools/files.py")
+    site = tmp_path / "site"
+    site.mkdir()
+    (site / "page.html").write_text("<p>hi</p>")
+    (site / "a<b>.txt").write_text("")
+    service = launcher.start(pack.write())
+    assert service.call_tool("serve-file", {"dir": str(site)}).json["output"] == {
+        "found": [200, "text/html", "<p>hi</p>", True], "listed": True, "missing": 404, "cached": 304,
+        "messageClass": True}
 
 
 def test_absent_artifact_version_is_an_empty_header(launcher, tmp_path):
