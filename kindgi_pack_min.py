@@ -23,12 +23,14 @@ The contract, in the order a call meets it:
   ``deadline-exceeded`` while a sync handler keeps its thread; a caller that
   leaves gets its call cancelled.  Either way the call's ``Cancellation``
   fires and the call stops counting toward the cap.
-* Process: the token is read, then put out of pack code's reach (the process
-  re-executes itself with a clean environment and receives the token over an
-  inherited pipe); undeclared environment variables are dropped; every pack
-  module is imported before listening; a ``listening`` JSON line goes to
-  stderr; SIGTERM or SIGINT drains in-flight calls for up to 8 s, then the
-  process writes ``stopped`` and exits 0.  A second signal ends the drain.
+* Process: the token is read, then put out of pack code's reach (its bytes in
+  the process's initial environment block are overwritten; where that can't
+  be done, the process re-executes itself with a clean environment and
+  receives the token over an inherited pipe); undeclared environment
+  variables are dropped; every pack module is imported before listening; a
+  ``listening`` JSON line goes to stderr; SIGTERM or SIGINT drains in-flight
+  calls for up to 8 s, then the process writes ``stopped`` and exits 0.  A
+  second signal ends the drain.
 
 The protocol is Pack protocol v2 (schema 2.7.0, with tenant pinning and
 ``indexHash``).  Nothing here needs more than the interpreter: Python 3.8+.
