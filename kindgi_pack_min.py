@@ -39,8 +39,6 @@ the stand-in ``kindgi`` module, the pack, the calls, the watchman that keeps
 deadlines, the HTTP layer, and the process.
 """
 
-from __future__ import annotations
-
 import signal
 import sys
 
@@ -59,11 +57,11 @@ import re
 import selectors
 import socket
 import socketserver
-import struct
 import threading
 import time
 import types
 from _operator import _compare_digest as compare_digest   # hmac's, without loading OpenSSL
+from array import array                 # socket's; the struct module is not loaded for one timeval
 from collections.abc import Mapping, MutableMapping
 
 
@@ -161,6 +159,7 @@ HEAD_SECONDS = 10.0                  # to read the rest of a request head
 BODY_SECONDS = 30.0                  # to read a whole body
 LINGER_SECONDS = 2.0                 # to drop an unread body before closing
 SOCKET_SECONDS = 10.0                # any single read or write
+SOCKET_TIMEVAL = array("l", (int(SOCKET_SECONDS), 0)).tobytes()   # as a C struct timeval
 MAX_HEAD_LINE = 8192
 MAX_HEAD_BYTES = 65536
 MAX_HEADERS = 100
@@ -383,6 +382,14 @@ class Records:
                                     "  " + rest if rest else "")
 
 
+def _log_at(level):
+    """PackLogger's method for one level: ``log(message, fields=None, *, in_message=None, **fields)``."""
+    def log(self, message, fields=None, *, in_message=None, **kw):
+        self._log(level, message, fields, in_message, **kw)
+    log.__name__, log.__qualname__ = level, "PackLogger." + level
+    return log
+
+
 class PackLogger:
     """The logger pack code gets as ``ctx.log`` and from ``kindgi.log``."""
 
@@ -401,22 +408,8 @@ class PackLogger:
             merged["inMessage"] = list(in_message)
         self._records.write(level, message, subsystem=self._subsystem, fields=_redact(merged))
 
-    def error(self, message, fields=None, *, in_message=None, **kw):
-        self._log("error", message, fields, in_message, **kw)
-
-    def warn(self, message, fields=None, *, in_message=None, **kw):
-        self._log("warn", message, fields, in_message, **kw)
-
+    error, warn, info, debug, trace = (_log_at(level) for level in LEVELS)
     warning = warn
-
-    def info(self, message, fields=None, *, in_message=None, **kw):
-        self._log("info", message, fields, in_message, **kw)
-
-    def debug(self, message, fields=None, *, in_message=None, **kw):
-        self._log("debug", message, fields, in_message, **kw)
-
-    def trace(self, message, fields=None, *, in_message=None, **kw):
-        self._log("trace", message, fields, in_message, **kw)
 
     def child(self, bindings=None, **kw):
         merged = dict(self._bindings)
@@ -1856,9 +1849,8 @@ class PackRequestHandler(BaseHTTPRequestHandler):
         send, and each system call hands the interpreter to another thread.
         """
         self.connection = sock = self.request
-        limit = struct.pack("@ll", int(SOCKET_SECONDS), 0)   # struct timeval
-        for option in ((socket.IPPROTO_TCP, socket.TCP_NODELAY, 1), (socket.SOL_SOCKET, socket.SO_RCVTIMEO, limit),
-                       (socket.SOL_SOCKET, socket.SO_SNDTIMEO, limit)):
+        for option in ((socket.IPPROTO_TCP, socket.TCP_NODELAY, 1), (socket.SOL_SOCKET, socket.SO_RCVTIMEO, SOCKET_TIMEVAL),
+                       (socket.SOL_SOCKET, socket.SO_SNDTIMEO, SOCKET_TIMEVAL)):
             try:
                 sock.setsockopt(*option)
             except OSError:
