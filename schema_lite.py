@@ -1581,17 +1581,31 @@ def _in_order(fns):
     return steps[0] if len(steps) == 1 else partial(_run_all, steps)
 
 
-def _joined(checks):
-    """Keywords that only test the instance, as one checker: their tests in a row, so
-    a passing instance costs one call; once a test fails, the keywords' own checkers
-    run to write Ajv's issues, in Ajv's order."""
-    tests = [fn.passes for fn in checks]
+def _all_pass(tests):
+    """One test that passes when every one of ``tests`` does, tried in order.  A call
+    costs more than a comparison, so two or three tests are joined without a loop."""
+    if len(tests) == 1:
+        return tests[0]
+    if len(tests) == 2:
+        first, second = tests
+        return lambda inst: first(inst) and second(inst)
+    if len(tests) == 3:
+        first, second, third = tests
+        return lambda inst: first(inst) and second(inst) and third(inst)
 
     def passes(inst):
         for test in tests:
             if not test(inst):
                 return False
         return True
+    return passes
+
+
+def _joined(checks):
+    """Keywords that only test the instance, as one checker: their tests in a row, so
+    a passing instance costs one call; once a test fails, the keywords' own checkers
+    run to write Ajv's issues, in Ajv's order."""
+    passes = _all_pass([fn.passes for fn in checks])
 
     def check(inst, path, errors, ann):
         if passes(inst):
@@ -1619,14 +1633,12 @@ def _group_step(kind, checks, type_step):
 
 def _group_test(kind, tests, type_test):
     """A typed group's keywords as one test, when each of them only tests the instance."""
-    def passes(inst):
-        if type(inst) is kind or (kind is None and _is_number(inst)):
-            for test in tests:
-                if not test(inst):
-                    return False
-            return True
-        return type_test is None or type_test(inst)
-    return passes
+    run = _all_pass(tests) if tests else (lambda inst: True)
+    if type_test is None:
+        type_test = (lambda inst: True)
+    if kind is None:
+        return lambda inst: run(inst) if _is_number(inst) else type_test(inst)
+    return lambda inst: run(inst) if type(inst) is kind else type_test(inst)
 
 
 def _node(steps, own_ann):
