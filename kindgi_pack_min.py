@@ -383,7 +383,7 @@ class Records:
 
 
 def _log_at(level):
-    """PackLogger's method for one level: ``log(message, fields=None, *, in_message=None, **fields)``."""
+    """PackLogger's method for one level: ``log(message, fields=None, *, in_message=None, **kw)``."""
     def log(self, message, fields=None, *, in_message=None, **kw):
         self._log(level, message, fields, in_message, **kw)
     log.__name__, log.__qualname__ = level, "PackLogger." + level
@@ -1849,7 +1849,8 @@ class PackRequestHandler(BaseHTTPRequestHandler):
         send, and each system call hands the interpreter to another thread.
         """
         self.connection = sock = self.request
-        for option in ((socket.IPPROTO_TCP, socket.TCP_NODELAY, 1), (socket.SOL_SOCKET, socket.SO_RCVTIMEO, SOCKET_TIMEVAL),
+        for option in ((socket.IPPROTO_TCP, socket.TCP_NODELAY, 1),
+                       (socket.SOL_SOCKET, socket.SO_RCVTIMEO, SOCKET_TIMEVAL),
                        (socket.SOL_SOCKET, socket.SO_SNDTIMEO, SOCKET_TIMEVAL)):
             try:
                 sock.setsockopt(*option)

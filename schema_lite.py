@@ -1160,6 +1160,11 @@ def _never(inst):
     return False
 
 
+def _always(inst):
+    """The test of a group without keywords, or without a type to report."""
+    return True
+
+
 def _issue(path, spath, keyword, params, message):
     return {"instancePath": _render_path(path), "schemaPath": spath, "keyword": keyword,
             "params": params, "message": message}
@@ -1633,9 +1638,8 @@ def _group_step(kind, checks, type_step):
 
 def _group_test(kind, tests, type_test):
     """A typed group's keywords as one test, when each of them only tests the instance."""
-    run = _all_pass(tests) if tests else (lambda inst: True)
-    if type_test is None:
-        type_test = (lambda inst: True)
+    run = _all_pass(tests) if tests else _always
+    type_test = type_test or _always
     if kind is None:
         return lambda inst: run(inst) if _is_number(inst) else type_test(inst)
     return lambda inst: run(inst) if type(inst) is kind else type_test(inst)
