@@ -173,6 +173,40 @@ def test_recursive_ref_paths_restart_at_the_called_schema():
                        "params": {"type": "string"}, "message": "must be string"}]
 
 
+ITEM = {"type": "object", "required": ["sku", "qty"], "additionalProperties": False,
+        "properties": {"sku": {"type": "string", "pattern": "^[A-Z]{3}$"},
+                       "qty": {"type": "integer", "minimum": 1, "maximum": 9}}}
+ORDER = {"type": "object", "required": ["items"], "properties": {
+    "items": {"type": "array", "prefixItems": [{"const": "head"}], "items": ITEM, "uniqueItems": True}}}
+PATTERNED = {"required": ["x1"], "additionalProperties": False, "patternProperties": {"^x": {"type": "string"}}}
+
+
+@pytest.mark.parametrize("schema,instance,issue_at", [
+    (ORDER, {"items": ["head", {"sku": "ABC", "qty": 1}, {"sku": "ABD", "qty": 9}]}, None),
+    (ORDER, {"items": ["head", {"sku": "ABC", "qty": 1}, {"qty": 9}]}, "/items/2"),
+    (ORDER, {"items": ["head", {"sku": "ABC", "qty": 1}, {"sku": "ABD", "qty": 9, "x": 0}]}, "/items/2"),
+    (ORDER, {"items": ["head", {"sku": "ABC", "qty": 1}, {"sku": "ABD", "qty": 10}]}, "/items/2/qty"),
+    (ORDER, {"items": ["head", {"sku": "ABC", "qty": 1}, {"qty": 1, "sku": "ABC"}]}, "/items"),
+    (ORDER, {"items": ["tail", {"sku": "ABC", "qty": 1}]}, "/items/0"),
+    (ORDER, {"items": [{"sku": "ABC", "qty": 1}]}, "/items/0"),
+    ({"allOf": [{"required": ["a"], "properties": {"a": {"type": "integer"}}}], "unevaluatedProperties": False},
+     {"a": 1}, None),
+    ({"allOf": [{"required": ["a"], "properties": {"a": {"type": "integer"}}}], "unevaluatedProperties": False},
+     {"a": 1, "b": 2}, ""),
+    ({"allOf": [{"minItems": 1, "items": {"required": ["a"]}}], "unevaluatedItems": False}, [{"a": 1}], None),
+    (PATTERNED, {"x1": "s"}, None),
+    (PATTERNED, {"x1": "s", "y": 1}, ""),
+    (PATTERNED, {"x1": 1}, "/x1"),
+])
+def test_whole_objects_and_arrays_as_one_test(schema, instance, issue_at):
+    """Objects and arrays whose keywords only test the instance are validated as one test
+    (is_valid's quick path); issues() and is_valid() still agree, member by member."""
+    v = SchemaValidator(schema)
+    issues = v.issues(instance)
+    assert v.is_valid(instance) is (issue_at is None)
+    assert [i["instancePath"] for i in issues][:1] == ([] if issue_at is None else [issue_at])
+
+
 # ---------------------------------------------------------------------------
 # JSON semantics
 # ---------------------------------------------------------------------------
