@@ -1621,7 +1621,8 @@ class HttpError(Exception):
 
 TOKEN_BYTES = b"!#$%&'*+-.^_`|~0123456789ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz"
 METHOD_START = re.compile(rb"^[!#$%&'*+\-.^_`|~0-9A-Za-z]+( |$)")
-FIELD_LINE = re.compile(rb"([!#$%&'*+\-.^_`|~0-9A-Za-z]+):([^\r\n\0]*)")   # name: value
+BAD_FIELD_VALUE = re.compile(rb"[\r\n\0]").search
+FIELD_NAMES = {}   # a field name as sent -> its lower-case str, for the names callers use
 ROUTES = {"/v1/invoke": ("POST", True), "/v1/info": ("GET", True),
           "/healthz": ("GET", False), "/readyz": ("GET", False)}
 
@@ -1654,20 +1655,21 @@ class Request:
         return self.headers.get(name, default)
 
 
-def read_request_head(rfile, on_first_byte):
+def read_request_head(rfile, on_partial_head):
     """Read a request line and headers; None at a clean end of the connection.
 
     Limits sizes, refuses ambiguous framing (Content-Length with
     Transfer-Encoding, differing Content-Lengths) and anything malformed.
+    ``on_partial_head`` is called when the head has begun but not all come.
     """
     arrived = rfile.peek(MAX_HEAD_LINE)
     if not arrived:
         return None
-    on_first_byte()
     end = arrived.find(b"\r\n\r\n") + 4
     if end > 4 and METHOD_START.match(arrived) and arrived.count(b"\n", 0, end) == arrived.count(b"\r\n", 0, end):
         lines = rfile.read(end).split(b"\r\n")[:-2]   # the whole head has come: one read
     else:
+        on_partial_head()
         lines = _read_head_lines(rfile, arrived)
         if lines is None:
             return None
@@ -1711,10 +1713,11 @@ def _parse_head(lines):
     parts = lines[0].split(b" ")
     if len(parts) != 3 or not parts[1]:
         raise HttpError(400, "Malformed request line")
-    if not parts[0] or parts[0].translate(None, TOKEN_BYTES):
+    method, target, version = parts
+    if not method or method.translate(None, TOKEN_BYTES):
         raise HttpError(400, "Malformed request method")
     try:
-        method, target, version = (p.decode("ascii") for p in parts)
+        method, target, version = method.decode("ascii"), target.decode("ascii"), version.decode("ascii")
     except UnicodeDecodeError:
         raise HttpError(400, "Malformed request line")
     if version not in ("HTTP/1.1", "HTTP/1.0"):
@@ -1727,16 +1730,30 @@ def _parse_head(lines):
     request.headers = headers = {}
     lengths = set()
     for line in lines[1:]:
-        field = FIELD_LINE.fullmatch(line)
-        if field is None:
+        raw_name, colon, value = line.partition(b":")
+        name = (FIELD_NAMES.get(raw_name) or _field_name(raw_name)) if colon else None
+        if name is None or BAD_FIELD_VALUE(value):
             raise HttpError(400, "Obsolete header line folding" if line[:1] in (b" ", b"\t")
                             else "Malformed header line")
-        name, value = field.groups()
-        name, value = name.decode("ascii").lower(), value.strip(b" \t").decode("latin-1")
+        value = value.strip(b" \t").decode("latin-1")
         if name == "content-length":
             lengths.add(value)
         headers[name] = headers[name] + ", " + value if name in headers else value
     return _framing(request, lengths)
+
+
+def _field_name(raw_name):
+    """A field name's lower-case str, or None when it is not a token.
+
+    Up to 256 names are kept: callers send the same few on every request,
+    and a name found is a dict lookup instead of a check and two conversions.
+    """
+    if not raw_name or raw_name.translate(None, TOKEN_BYTES):
+        return None
+    name = raw_name.decode("ascii").lower()
+    if len(FIELD_NAMES) < 256:
+        FIELD_NAMES[raw_name] = name
+    return name
 
 
 def _framing(request, lengths):
