@@ -1731,8 +1731,12 @@ def _parse_head(lines):
     lengths = set()
     for line in lines[1:]:
         raw_name, colon, value = line.partition(b":")
-        name = (FIELD_NAMES.get(raw_name) or _field_name(raw_name)) if colon else None
-        if name is None or BAD_FIELD_VALUE(value):
+        name = FIELD_NAMES.get(raw_name)
+        if name is None and raw_name and not raw_name.translate(None, TOKEN_BYTES):
+            name = raw_name.decode("ascii").lower()
+            if len(FIELD_NAMES) < 256:   # callers send the same few names: each is checked once
+                FIELD_NAMES[raw_name] = name
+        if name is None or not colon or BAD_FIELD_VALUE(value):
             raise HttpError(400, "Obsolete header line folding" if line[:1] in (b" ", b"\t")
                             else "Malformed header line")
         value = value.strip(b" \t").decode("latin-1")
@@ -1740,20 +1744,6 @@ def _parse_head(lines):
             lengths.add(value)
         headers[name] = headers[name] + ", " + value if name in headers else value
     return _framing(request, lengths)
-
-
-def _field_name(raw_name):
-    """A field name's lower-case str, or None when it is not a token.
-
-    Up to 256 names are kept: callers send the same few on every request,
-    and a name found is a dict lookup instead of a check and two conversions.
-    """
-    if not raw_name or raw_name.translate(None, TOKEN_BYTES):
-        return None
-    name = raw_name.decode("ascii").lower()
-    if len(FIELD_NAMES) < 256:
-        FIELD_NAMES[raw_name] = name
-    return name
 
 
 def _framing(request, lengths):
