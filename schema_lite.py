@@ -22,6 +22,8 @@ them (untyped keywords first, then the number, string, array and object groups).
 ``path`` is the instance location as a linked tuple ``(parent, key)`` rendered only
 when an issue is made; ``ann`` collects the properties and items a schema evaluated,
 for ``unevaluatedProperties``/``unevaluatedItems``, and is None when nobody asks.
+A checker that only tests its instance also carries the test as ``check.passes``
+(instance -> bool): a valid instance is tested whole, and checkers run to write issues.
 
 Where Ajv departs from the specification in ways a Python service should not copy
 (JavaScript prototype property names, stack overflows on relative ``$id`` refs,
