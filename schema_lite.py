@@ -1753,13 +1753,14 @@ def _k_required(c, schema, value, kpath, spath, cx):
     names = list(value)
     if not names:
         return None
+    wanted = frozenset(names)
+
+    def passes(inst):
+        return inst.keys() >= wanted
 
     def check(inst, path, errors, ann):
         if errors is None:
-            for name in names:
-                if name not in inst:
-                    return False
-            return True
+            return passes(inst)
         valid = True
         for name in names:
             if name not in inst:
@@ -1767,8 +1768,7 @@ def _k_required(c, schema, value, kpath, spath, cx):
                                      "must have required property '%s'" % name))
                 valid = False
         return valid
-    wanted = frozenset(names)
-    check.passes = lambda inst: inst.keys() >= wanted
+    check.passes = passes
     return check
 
 
