@@ -2,41 +2,75 @@
 """kindgi-pack-min: a Kindgi pack service in one file, standard library only.
 
 A Kindgi runtime sends this service tool calls and guardrail checks over HTTP
-(Pack protocol v2); the service runs the pack's Python code and answers.
+(Pack protocol v2, schema 2.7.0); the service runs the pack's Python code and
+answers.
 
-    KINDGI_PACK_SERVICE_TOKEN=... python kindgi_pack_min.py --index /app/index.json
+    KINDGI_PACK_SERVICE_TOKEN=... python3 kindgi_pack_min.py --index /app/index.json
+    python3 kindgi_pack_min.py index --pack-dir ./my-pack       # build index.json
 
-The contract, in the order a call meets it:
+The contract:
 
-* Routes: ``POST /v1/invoke`` and ``GET /v1/info`` (both need the
-  ``kindgi-pack-token`` header), ``GET /healthz`` and ``GET /readyz`` (open).
-  A request is checked in this order: unknown path 404, wrong method 405, bad
-  token 401, tenant pin 421, then for invokes: not ready / draining / at the
-  concurrency cap 503 with ``retry-after``, content type 415, body over 10 MiB
-  413.  None of those ever reaches pack code.
-* Every outcome of running pack code is a 200 response message: ``result``,
-  ``check-result`` or ``error`` with one of the 14 protocol error codes.
-  Answers to invokes carry ``kindgi-duration-ms`` and
-  ``kindgi-artifact-version``.  A 500 means the service itself failed; it is
-  logged and the process keeps serving.
+* Routes: ``POST /v1/invoke`` and ``GET /v1/info`` need the
+  ``kindgi-pack-token`` header; ``GET /healthz`` and ``GET /readyz`` are open.
+* Every outcome of running pack code is a 200 response message (``result``,
+  ``check-result``, or ``error`` with one of the protocol's error codes).
+  Other statuses are the transport's: 400/404/405/413/414/415/431/501/505
+  for requests that can't be served, 401 for a bad token, 421 for another
+  tenant, 503 (with ``retry-after``) when draining, missing env or at a
+  limit, 500 when the service itself failed (logged; the process lives on).
 * ``kindgi-timeout-ms`` (default 120000) is answered on time with
-  ``deadline-exceeded`` while a sync handler keeps its thread; a caller that
-  leaves gets its call cancelled.  Either way the call's ``Cancellation``
-  fires and the call stops counting toward the cap.
-* Process: the token is read, then put out of pack code's reach (its bytes in
-  the process's initial environment block are overwritten; where that can't
-  be done, the process re-executes itself with a clean environment and
-  receives the token over an inherited pipe); undeclared environment
-  variables are dropped; every pack module is imported before listening; a
+  ``deadline-exceeded``; a caller that leaves gets its call cancelled.
+  Either way the call's ``Cancellation`` fires.
+* Process: the token and undeclared environment variables are put out of
+  pack code's reach; every pack module is imported before listening; a
   ``listening`` JSON line goes to stderr; SIGTERM or SIGINT drains in-flight
-  calls for up to 8 s, then the process writes ``stopped`` and exits 0.  A
-  second signal ends the drain.
+  calls for up to 8 s, then ``stopped`` and exit 0.
 
-The protocol is Pack protocol v2 (schema 2.7.0, with tenant pinning and
-``indexHash``).  Nothing here needs more than the interpreter: Python 3.8+.
-The sections below follow a call: records, configuration, the token hand-over,
-the stand-in ``kindgi`` module, the pack, the calls, the watchman that keeps
-deadlines, the HTTP layer, and the process.
+The path of a request, and the functions that take it:
+
+    PackHTTPServer.process_request    accept; a thread per connection, or 503 at the cap
+    PackRequestHandler.handle         one request after another on the connection
+      read_request_head               the head, parsed and checked (parse_head)
+      route                           404, 405, then for token routes: 401 (TokenCheck), 421
+      invoke                          503 not ready / overloaded, 415, body (read_body: 413),
+                                      read_envelope (200 errors), 421 for ctx.tenantId,
+                                      PackService.admit (503 overloaded)
+      run_call                        the call runs in this thread: call_tool / call_check
+      Call.settle                     exactly once, by whichever comes first: the result,
+                                      the deadline (Watchman), the caller leaving, the drain
+        answer_invoke / answer        the answer leaves, one write
+        PackService.call_settled      the ``call`` record
+
+Threads, and what they share:
+
+    thread           started by               does
+    main             the interpreter          boots, then accepts connections (serve_forever)
+    connection       process_request          reads requests, runs its own calls' pack code
+    watchman         serve()                  deadlines, callers who leave, stalled phases
+    deadline answer  the watchman             writes one ``deadline-exceeded`` answer
+    records          serve()                  writes batched records to stderr
+    lifecycle, drain Lifecycle                signals: drain, then exit
+
+    lock                       guards
+    Records.lock               the stderr file descriptor, and the batch being written
+    PackService.lock           running / unanswered counts, the memory budget, draining
+    Call.lock                  the call's outcome: the first party to settle wins
+    Watchman.lock              the calls being watched
+    PackHTTPServer.count_lock  the count of open connections
+    Lifecycle.lock             ``listening`` versus ``stopped``
+
+Read without a lock, because a stale value is harmless: ``draining`` (set once,
+never cleared), a handler's phase and its deadline (the sweep sees the next
+value within half a second), ``Records.waiting`` (appended to by many threads,
+emptied only by the thread holding ``Records.lock``; list operations are
+atomic).
+
+The sections below: limits; records; configuration; the environment (token
+and filter); the pack; HTTP heads and bodies; connections (the request's
+path above); messages; running pack code; settling a call and the watchman;
+the service and the server; the process; the ``index`` command; and, as an
+appendix, the stand-in ``kindgi`` module that pack code imports when the SDK
+is not installed.
 """
 
 import signal
@@ -47,7 +81,9 @@ if __name__ == "__main__":
     # waits, where an unhandled one kills the service (or, as PID 1, is ignored).
     signal.pthread_sigmask(signal.SIG_BLOCK, {signal.SIGTERM, signal.SIGINT})
 
-import functools  # noqa: E402  (the imports below take time the signals must not be lost in)
+import errno  # noqa: E402  (the imports below take time the signals must not be lost in)
+import functools
+import gc
 import importlib
 import importlib.machinery
 import io
@@ -60,69 +96,16 @@ import socketserver
 import threading
 import time
 import types
-from _operator import _compare_digest as compare_digest   # hmac's, without loading OpenSSL
-from array import array                 # socket's; the struct module is not loaded for one timeval
+from array import array               # socket's own import: for a struct timeval
 from collections.abc import Mapping, MutableMapping
+from http.server import BaseHTTPRequestHandler
 
+try:   # the C function hmac.compare_digest wraps; hmac itself loads OpenSSL
+    from _operator import _compare_digest as compare_digest
+except ImportError:
+    from hmac import compare_digest
 
-# http.server imports modules that only its file server and its own header
-# parser use: http.client (with the email package and OpenSSL), email.utils,
-# html, mimetypes, shutil, datetime, urllib.parse, copy.  This service uses
-# neither part (it reads heads itself), and those modules cost its boot ~15 ms
-# and 3 MB.  So while http.server loads they are stand-ins that import the real
-# module the first time anything uses them; afterwards none is left in
-# sys.modules, and pack code imports the real modules as usual.
-LOADED_ON_FIRST_USE = ("http.client", "email.utils", "html", "mimetypes", "shutil", "datetime", "urllib.parse",
-                       "copy")
-
-
-class _ModuleOnFirstUse(types.ModuleType):
-    """A module as http.server holds it: the real one, imported when first used."""
-
-    def __getattr__(self, name):
-        return getattr(self._real(), name)
-
-    def __setattr__(self, name, value):
-        setattr(self._real(), name, value)
-
-    def _real(self):
-        if sys.modules.get(self.__name__) is self:   # used while http.server loads (3.8's mimetypes)
-            del sys.modules[self.__name__]
-        return importlib.import_module(self.__name__)
-
-
-class _ClassOnFirstUse:
-    """``BaseHTTPRequestHandler.MessageClass``: http.client's HTTPMessage, looked up when used."""
-
-    def __get__(self, handler, cls=None):
-        return importlib.import_module("http.client").HTTPMessage
-
-
-def _import_http_server():
-    """http.server's two classes, imported with ``LOADED_ON_FIRST_USE`` as stand-ins."""
-    placed = []
-    for name in LOADED_ON_FIRST_USE:
-        if name not in sys.modules:
-            standin = sys.modules[name] = _ModuleOnFirstUse(name)
-            placed.append(standin)
-            package, _, child = name.rpartition(".")
-            if package:   # `import http.client` reads it from the package; a real import replaces it
-                setattr(importlib.import_module(package), child, standin)
-            if name == "http.client":   # read by BaseHTTPRequestHandler's class body
-                standin.__dict__["HTTPMessage"] = _ClassOnFirstUse()
-    try:
-        module = importlib.import_module("http.server")
-    finally:
-        for standin in placed:
-            standin.__dict__.pop("HTTPMessage", None)
-            if sys.modules.get(standin.__name__) is standin:
-                del sys.modules[standin.__name__]
-    return module.BaseHTTPRequestHandler, module.ThreadingHTTPServer
-
-
-BaseHTTPRequestHandler, ThreadingHTTPServer = _import_http_server()
-
-try:   # hashlib would load OpenSSL (3.7 MB) for the one digest taken at boot
+try:   # the built-in SHA-256: hashlib's would load OpenSSL (3.7 MB)
     from _sha2 import sha256           # Python 3.12+
 except ImportError:
     try:
@@ -130,44 +113,81 @@ except ImportError:
     except ImportError:                # a build without the built-in hashes
         from hashlib import sha256
 
+try:
+    from http.server import ThreadingHTTPServer
+except ImportError:                    # Python 3.6
+    from http.server import HTTPServer
+
+    class ThreadingHTTPServer(socketserver.ThreadingMixIn, HTTPServer):
+        daemon_threads = True
+
 import schema_lite  # noqa: E402
 
 __all__ = [
     "main",
     "Config",
     "read_config",
+    "Limits",
     "Records",
+    "Index",
     "Pack",
     "PackService",
     "PackHTTPServer",
     "PackRequestHandler",
+    "parse_head",
+    "read_envelope",
     "install_standin",
 ]
 
-__version__ = "0.1.0"
+__version__ = "0.2.0"
 
 PROTOCOL = 2
 PROTOCOL_SCHEMA_VERSION = "2.7.0"
 MAX_BODY = 10 * 1024 * 1024          # 10 MiB; exactly this much is accepted
+MAX_CHUNK_FRAMING = 1024 * 1024      # chunk-size lines and extensions of one chunked body
+MAX_PARSE_BYTES = 48 * 1024 * 1024   # memory one body's JSON may take once parsed (an estimate)
+MEMORY_BUDGET = 256 * 1024 * 1024    # bodies and their parsed JSON, all requests at once
 DEFAULT_TIMEOUT_MS = 120000
 MAX_TIMEOUT_MS = 10 ** 12            # "no upper cap": this is 31 years
 DEFAULT_MAX_CONCURRENCY = 32
-DRAIN_SECONDS = 8.0
-MAX_CONNECTIONS = 1024               # open sockets; threads stay bounded
-IDLE_SECONDS = 15.0                  # keep-alive wait for the next request line
-HEAD_SECONDS = 10.0                  # to read the rest of a request head
-BODY_SECONDS = 30.0                  # to read a whole body
-LINGER_SECONDS = 2.0                 # to drop an unread body before closing
-SOCKET_SECONDS = 10.0                # any single read or write
-SOCKET_TIMEVAL = array("l", (int(SOCKET_SECONDS), 0)).tobytes()   # as a C struct timeval
+MAX_CONNECTIONS = 1024               # open connections served by a thread each
+PROBE_CONNECTIONS = 64               # more, over the cap, that may only ask /healthz or /readyz
+FD_HEADROOM = 128                    # file descriptors kept for everything but connections
 MAX_HEAD_LINE = 8192
 MAX_HEAD_BYTES = 65536
 MAX_HEADERS = 100
+MAX_HEADER_VALUE = 1024              # a value the service writes into a header
 MAX_INT_DIGITS = 4300                # Python 3.11+'s int/str limit, kept on every version
-RECORD_BATCH_SECONDS = 0.005        # how long a record may wait to be written with others
+MAX_ISSUES = 1000                    # validation issues in one answer
+MAX_CALLER_TEXT = 1024               # characters of a caller's string in a record
+RECORD_BATCH_SECONDS = 0.005         # how long a record may wait to be written with others
 MAX_WAITING_RECORDS = 4096           # beyond these, records are written by the thread making them
 MAX_BATCHED_RECORD = 4096            # longer records are written at once
 JSON_CONTENT_TYPE = "application/json; charset=utf-8"
+TEST_SETTINGS_VAR = "KINDGI_PACK_MIN_TEST"
+
+
+class Limits:
+    """Every time limit, in seconds, named once.
+
+    ``silence`` and ``first_request`` are kernel socket timeouts: a read or a
+    write that makes no progress for that long ends the connection (the
+    shorter one until the connection has shown the token).  ``head``,
+    ``body`` and ``write`` bound a whole phase, however slowly the bytes
+    trickle; the watchman enforces them.  Tests shorten them through
+    ``KINDGI_PACK_MIN_TEST`` (see ``read_test_settings``).
+    """
+
+    silence = 10.0         # no progress reading or writing, once the token was shown
+    first_request = 3.0    # no progress before the connection has shown the token
+    head = 10.0            # a request head, from its first byte
+    body = 30.0            # a whole request body
+    write = 30.0           # a whole answer
+    drain = 8.0            # calls in flight after SIGTERM
+    linger = 2.0           # reading and dropping an unread body before closing
+    overflow = 1.0         # a request on a connection over the cap (probes only)
+
+    NAMES = ("silence", "first_request", "head", "body", "write", "drain", "linger", "overflow")
 
 
 # ---------------------------------------------------------------------------
@@ -180,31 +200,29 @@ CORRELATION_KEYS = ("traceId", "spanId", "requestId", "tenantId", "projectId", "
 OWN_KEYS = frozenset(("time", "level", "severity", "subsystem", "message", "event", "kind") + CORRELATION_KEYS)
 SECRET_KEY = re.compile(
     r"token|secret|passw|authorization|api[-_]?key|cookie|credential|private[-_]?key|session", re.I)
+# Characters that line splitters or terminals act on: C1 controls (U+0085 is NEL), the
+# Unicode line and paragraph separators; in pretty lines C0 controls and DEL too.
+LINE_BREAKING = re.compile("[\x80-\x9f\u2028\u2029]")
+UNPRINTABLE = re.compile("[\x00-\x1f\x7f-\x9f\u2028\u2029]")
 
 
-def _redact(value, depth=0):
-    """A copy of a record field with secret-looking keys' values replaced."""
+def _redact(value, token=None, depth=0):
+    """A copy of a record field from pack code: secret-looking keys' values, and strings that
+    are exactly the service token, replaced by ``[redacted]``."""
+    if isinstance(value, str):
+        return "[redacted]" if token is not None and token.is_token(value) else value
     if depth > 20:
         return "[deep]"
     if isinstance(value, Mapping):
-        return {str(k): "[redacted]" if SECRET_KEY.search(str(k)) else _redact(v, depth + 1)
+        return {str(k): "[redacted]" if SECRET_KEY.search(str(k)) else _redact(v, token, depth + 1)
                 for k, v in value.items()}
     if isinstance(value, (list, tuple)):
-        return [_redact(v, depth + 1) for v in value]
+        return [_redact(v, token, depth + 1) for v in value]
     return value
 
 
-def _without(value, secret, depth=0):
-    """A copy of a record with ``secret`` cut out of every string in it (keys stay as they are)."""
-    if isinstance(value, str):
-        return value.replace(secret, "[redacted]")
-    if depth > 20:
-        return "[deep]"
-    if isinstance(value, Mapping):
-        return {k: _without(v, secret, depth + 1) for k, v in value.items()}
-    if isinstance(value, (list, tuple)):
-        return [_without(v, secret, depth + 1) for v in value]
-    return value
+def _escape_char(match):
+    return "\\u%04x" % ord(match.group())
 
 
 def _utc_now():
@@ -217,29 +235,8 @@ def _utc_second(second):
     return time.strftime("%Y-%m-%dT%H:%M:%S", time.gmtime(second))
 
 
-def _record_encoder():
-    """The JSON encoder for records, made once.
-
-    Records are acyclic by construction (pack code's fields come through
-    ``_redact``, which copies them), so one C encoder without a cycle check
-    serves every thread: a third faster than ``JSONEncoder.encode``, which
-    makes a new one per call.
-    """
-    make = getattr(json.encoder, "c_make_encoder", None)
-    if make is None:   # an interpreter without the _json accelerator
-        return json.JSONEncoder(ensure_ascii=False, separators=(",", ":"), default=repr,
-                                check_circular=False).encode
-    encode = make(None, repr, json.encoder.encode_basestring, None, ":", ",", False, False, True)
-    return lambda record: "".join(encode(record, 0))
-
-
-_dump_record = _record_encoder()
-_json_string = json.encoder.encode_basestring   # a str as a JSON string, non-ASCII kept
-
-# The `call` record's fields in the order write() would put them: ids, event, the rest.
-CALL_RECORD = ('{"time":"%s","level":"%s","severity":"%s","subsystem":"pack","message":%s,%s'
-               '"event":"call","kind":"call",%s%s"target":"%s","id":%s,"outcome":%s,"durationMs":%d,'
-               '"inMessage":["target","id","outcome","durationMs"]}')
+_dump_record = json.JSONEncoder(ensure_ascii=False, separators=(",", ":"), default=repr,
+                                check_circular=False).encode   # fields are copies: never cyclic
 
 
 class Records:
@@ -247,19 +244,19 @@ class Records:
 
     JSON by default (``pretty`` for a human at a terminal).  Lifecycle records
     pass whatever the level; others are filtered by the level of their
-    subsystem (``KINDGI_LOG_LEVELS``), else ``KINDGI_LOG_LEVEL``.  The token
-    is cut out of any string that would carry it (a caller can send it in a
-    body); fields from pack code with secret-looking names are redacted by
-    ``PackLogger``.
+    subsystem (``KINDGI_LOG_LEVELS``), else ``KINDGI_LOG_LEVEL``.  ``bound``
+    fields (the pack's id and artifact version, once the index is read) go on
+    every record that doesn't name them itself.
     """
 
     def __init__(self, fd=2, level="info", levels=None, pretty=False):
         self.fd = fd
         self.rank = LEVELS.index(level)
         self.ranks = {name: LEVELS.index(lv) for name, lv in (levels or {}).items()}
-        self.known = {}   # (level, subsystem) -> enabled, as worked out
+        self.known = {}                # (level, subsystem) -> enabled, as worked out
         self.pretty = pretty
-        self.secret = None   # the token: caller-sent text can carry it into a record
+        self.bound = {}
+        self.token = None              # a TokenCheck, for what pack code writes
         self.lock = threading.Lock()   # held through every write to the file descriptor
         self.waiting = []              # encoded records for the writer thread, in order
         self.wake_writer = threading.Event()
@@ -290,31 +287,41 @@ class Records:
         record = {"time": _utc_now(), "level": level, "severity": SEVERITY[level],
                   "subsystem": subsystem, "message": str(message)}
         fields = fields or {}
-        record.update([(key, fields[key]) for key in CORRELATION_KEYS if key in fields])
+        for key in CORRELATION_KEYS:
+            if key in fields:
+                record[key] = fields[key]
         if event:
             record["event"] = record["kind"] = event
-        record.update([item for item in fields.items() if item[0] not in OWN_KEYS])
-        line = self._line(record)
-        if self.secret and self.secret in line:
-            line = self._line(_without(record, self.secret))
-        self._emit(line, lock_timeout, at_once=always)
+        for key, value in fields.items():
+            if key not in OWN_KEYS:
+                record[key] = value
+        for key, value in self.bound.items():
+            record.setdefault(key, value)
+        self._emit(self._line(record), lock_timeout, at_once=always)
 
-    def write_json(self, line, level, message, event):
-        """Write a record the caller has formatted as JSON (``PackService.call_record``).
+    def _line(self, record):
+        if self.pretty:
+            return self._pretty(record)
+        line = _dump_record(record)
+        if LINE_BREAKING.search(line):
+            line = LINE_BREAKING.sub(_escape_char, line)
+        return line
 
-        Pretty output, and a line that would show the token, are made by
-        ``write`` from the same fields.
-        """
-        if self.pretty or (self.secret and self.secret in line):
-            return self.write(level, message, event=event, fields=json.loads(line))
-        self._emit(line)
+    @staticmethod
+    def _pretty(record):
+        rest = " ".join("%s=%s" % (k, json.dumps(v, ensure_ascii=False, default=repr))
+                        for k, v in record.items()
+                        if k not in ("time", "level", "severity", "subsystem", "message", "kind"))
+        line = "%s %-5s %s %s%s" % (record["time"][11:23], record["level"].upper(),
+                                    record["subsystem"], record["message"], "  " + rest if rest else "")
+        return UNPRINTABLE.sub(_escape_char, line)
 
     def _emit(self, line, lock_timeout=-1, at_once=False):
         """Write one record, or leave it for the writer thread.
 
         Once serving, records wait up to RECORD_BATCH_SECONDS and go out
         together: a write(2) per call hands the interpreter to another thread
-        and back, a fifth of an echo call.  Lifecycle records, long ones and
+        and back, a fifth of a small call.  Lifecycle records, long ones and
         any record made when too many wait are written at once, after those
         waiting, so the order holds.
         """
@@ -367,20 +374,6 @@ class Records:
         except OSError:
             pass  # stderr gone: nothing better to do than keep serving
 
-    def _line(self, record):
-        if self.pretty:
-            return self._pretty(record)
-        return _dump_record(record)
-
-    @staticmethod
-    def _pretty(record):
-        rest = " ".join("%s=%s" % (k, json.dumps(v, ensure_ascii=False, default=repr))
-                        for k, v in record.items()
-                        if k not in ("time", "level", "severity", "subsystem", "message", "kind"))
-        return "%s %-5s %s %s%s" % (record["time"][11:23], record["level"].upper(),
-                                    record["subsystem"], record["message"],
-                                    "  " + rest if rest else "")
-
 
 def _log_at(level):
     """PackLogger's method for one level: ``log(message, fields=None, *, in_message=None, **kw)``."""
@@ -391,7 +384,11 @@ def _log_at(level):
 
 
 class PackLogger:
-    """The logger pack code gets as ``ctx.log`` and from ``kindgi.log``."""
+    """The logger pack code gets as ``ctx.log`` and from ``kindgi.log``.
+
+    It holds the records writer and its own bindings, nothing else: pack
+    code can reach everything on it.
+    """
 
     def __init__(self, records, subsystem="pack", bindings=None):
         self._records = records
@@ -406,7 +403,9 @@ class PackLogger:
         merged.update(kw)
         if in_message:
             merged["inMessage"] = list(in_message)
-        self._records.write(level, message, subsystem=self._subsystem, fields=_redact(merged))
+        token = self._records.token
+        self._records.write(level, _redact(str(message), token), subsystem=self._subsystem,
+                            fields=_redact(merged, token))
 
     error, warn, info, debug, trace = (_log_at(level) for level in LEVELS)
     warning = warn
@@ -429,6 +428,7 @@ class PackLogger:
 USAGE = """\
 usage: kindgi_pack_min.py [--index PATH] [--module-root DIR] [--host ADDR] [--check]
                           [--help] [--version]
+       kindgi_pack_min.py index --pack-dir DIR [...]   (build index.json; index --help)
 
 Serve a Kindgi pack's tools and guardrail checks (Pack protocol v2).
 
@@ -443,8 +443,8 @@ options:
 environment:
   KINDGI_PACK_SERVICE_TOKEN            required; callers send it as kindgi-pack-token
   PORT                                 port to listen on (default 8080; 0 picks a free one)
-  KINDGI_PACK_SERVICE_MAX_CONCURRENCY  calls in flight before 503 overloaded (default 32)
-  KINDGI_PACK_TENANT_ID                pin the service to one tenant (protocol 2.7.0)
+  KINDGI_PACK_SERVICE_MAX_CONCURRENCY  pack code running at once before 503 overloaded (default 32)
+  KINDGI_PACK_TENANT_ID                pin the service to one tenant's id, a UUID (protocol 2.7.0)
   KINDGI_PACK_ENV_CHECK                strict (default) or warn: missing env.required names
   KINDGI_PACK_ENV_FILTER               on (default) or off: drop undeclared variables
   KINDGI_LOG_LEVEL                     error, warn, info (default), debug or trace
@@ -452,25 +452,60 @@ environment:
   KINDGI_LOG_FORMAT                    auto (default), json or pretty
 """
 
+DIGITS = re.compile(r"[0-9]+\Z")       # str.isdigit() also takes other scripts' digits
+UUID = re.compile(r"[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}\Z", re.I)
+NO_TENANT = "00000000-0000-4000-8000-000000000000"   # the id no tenant has
+
+
+class TokenCheck:
+    """Tells the service token from other text, knowing only the token's SHA-256 digest.
+
+    The token itself is kept nowhere in the process (pack code could find
+    it), and a 256-bit random token can't be recovered from its digest.
+    """
+
+    def __init__(self, digest, length):
+        self.digest = digest
+        self.length = length
+
+    def matches(self, given):
+        """``given`` (a header's value) is the token: the digests compared in constant time."""
+        return compare_digest(sha256(given.encode("latin-1")).digest(), self.digest)
+
+    def is_token(self, text):
+        """Any text, from a caller or from pack code, that is exactly the token."""
+        return len(text) == self.length and compare_digest(
+            sha256(text.encode("utf-8", "surrogatepass")).digest(), self.digest)
+
+    def handoff(self):
+        return {"digest": self.digest.hex(), "length": self.length}
+
 
 class Config:
-    """What the arguments and the environment say, checked."""
+    """What the arguments and the environment say, checked.
+
+    The token itself is not kept: only a ``TokenCheck``.
+    """
 
     def __init__(self):
         self.index_path = "/app/index.json"
         self.module_root = None
         self.host = ""
         self.port = 8080
-        self.token = ""
+        self.token = None            # a TokenCheck
         self.max_concurrency = DEFAULT_MAX_CONCURRENCY
         self.env_check = "strict"
         self.env_filter = True
-        self.tenant_id = None
+        self.tenant_id = None        # lower-cased
         self.check_only = False
         self.action = None           # "help" or "version"
         self.log_level = "info"
         self.log_levels = {}
         self.log_format = "auto"
+        self.limits = Limits()
+        self.max_connections = MAX_CONNECTIONS
+        self.collect_garbage = True
+        self.dropped = None          # the env filter's names, when a first image already hid them
 
 
 def read_log_config(environ, config):
@@ -526,8 +561,62 @@ def _take_arguments(argv, config, problems):
     return index_given
 
 
-def read_config(argv, environ):
-    """Return ``(config, problems)``: every problem found, not just the first."""
+def _read_token(environ, config, problems):
+    token = environ.get("KINDGI_PACK_SERVICE_TOKEN", "").strip()
+    if not token:
+        problems.append("KINDGI_PACK_SERVICE_TOKEN is required")
+    elif any(not 0x21 <= ord(c) <= 0x7E for c in token):
+        problems.append("KINDGI_PACK_SERVICE_TOKEN may hold only printable ASCII without spaces "
+                        "(it travels in an HTTP header). Use a random value such as "
+                        "`openssl rand -hex 32`.")
+    else:
+        config.token = TokenCheck(sha256(token.encode("ascii")).digest(), len(token))
+
+
+def _read_tenant(environ, config, problems):
+    tenant = environ.get("KINDGI_PACK_TENANT_ID", "").strip()
+    if not tenant:
+        return
+    if not UUID.match(tenant):
+        problems.append("KINDGI_PACK_TENANT_ID must be the tenant's id, a UUID such as "
+                        "3f2b8c1e-4a5d-4e6f-9a0b-1c2d3e4f5a6b. Got a value that isn't one.")
+    elif tenant.lower() == NO_TENANT:
+        problems.append("KINDGI_PACK_TENANT_ID is %s, the id no tenant has: no pack call carries it. "
+                        "Set the tenant's own id." % NO_TENANT)
+    else:
+        config.tenant_id = tenant.lower()
+
+
+def read_test_settings(raw, config):
+    """``KINDGI_PACK_MIN_TEST``, for the project's tests only: shorter limits, fewer connections.
+
+    ``name=value`` pairs separated by commas: any ``Limits`` name in seconds,
+    ``connections`` (the connection cap) and ``gc=off`` (no cyclic garbage
+    collector, to prove that nothing waits for one).  Returns a problem or None.
+    """
+    for entry in filter(None, raw.split(",")):
+        name, _, value = entry.partition("=")
+        name, value = name.strip(), value.strip()
+        try:
+            if name in Limits.NAMES and float(value) > 0:
+                setattr(config.limits, name, float(value))
+            elif name == "connections" and DIGITS.match(value) and int(value) > 0:
+                config.max_connections = int(value)
+            elif name == "gc" and value in ("on", "off"):
+                config.collect_garbage = value == "on"
+            else:
+                raise ValueError(entry)
+        except ValueError:
+            return "%s: %s is not a test setting this service knows" % (TEST_SETTINGS_VAR, json.dumps(entry))
+    return None
+
+
+def read_config(argv, environ, handoff=None):
+    """Return ``(config, problems)``: every problem found, not just the first.
+
+    ``handoff`` is what a re-executed service received from its first image
+    (see ``hide_secrets``): the token's digest, the token being gone.
+    """
     config = Config()
     problems = []
     log_problem = read_log_config(environ, config)
@@ -537,22 +626,20 @@ def read_config(argv, environ):
         config.index_path = environ["KINDGI_PACK_INDEX"]
     if config.action:
         return config, []
-    config.token = environ.get("KINDGI_PACK_SERVICE_TOKEN", "").strip()
-    if not config.token:
-        problems.append("KINDGI_PACK_SERVICE_TOKEN is required")
-    elif any(not 0x21 <= ord(c) <= 0x7E for c in config.token):
-        problems.append("KINDGI_PACK_SERVICE_TOKEN may hold only printable ASCII without spaces "
-                        "(it travels in an HTTP header). Use a random value such as "
-                        "`openssl rand -hex 32`.")
+    if handoff is None:
+        _read_token(environ, config, problems)
+    else:
+        config.token = TokenCheck(bytes.fromhex(handoff["digest"]), handoff["length"])
+        config.dropped = handoff["dropped"]
     port = environ.get("PORT")
     if port is not None:
-        if port.isdigit() and port.isascii() and int(port) <= 65535:
+        if DIGITS.match(port) and int(port) <= 65535:
             config.port = int(port)
         else:
             problems.append("PORT must be a port number, got %s" % json.dumps(port))
     cap = environ.get("KINDGI_PACK_SERVICE_MAX_CONCURRENCY")
     if cap is not None:
-        if cap.strip().isdigit() and cap.strip().isascii() and int(cap) >= 1:
+        if DIGITS.match(cap.strip()) and int(cap) >= 1:
             config.max_concurrency = int(cap)
         else:
             problems.append("KINDGI_PACK_SERVICE_MAX_CONCURRENCY must be a positive integer")
@@ -564,32 +651,34 @@ def read_config(argv, environ):
     if env_filter not in ("", "on", "off"):
         problems.append("KINDGI_PACK_ENV_FILTER must be `on` or `off`, not %s" % json.dumps(env_filter))
     config.env_filter = env_filter != "off"
-    tenant = environ.get("KINDGI_PACK_TENANT_ID", "").strip()
-    if tenant:
-        if any(not 0x21 <= ord(c) <= 0x7E for c in tenant):
-            problems.append("KINDGI_PACK_TENANT_ID may hold only printable ASCII without spaces "
-                            "(it must match the kindgi-tenant-id header), got %s" % json.dumps(tenant))
-        config.tenant_id = tenant
+    _read_tenant(environ, config, problems)
+    test_problem = read_test_settings(environ.get(TEST_SETTINGS_VAR, ""), config)
+    if test_problem:
+        problems.append(test_problem)
     if config.module_root is None:
         config.module_root = os.path.dirname(os.path.abspath(config.index_path))
     return config, problems
 
 
 # ---------------------------------------------------------------------------
-# The token hand-over and the environment filter
+# The environment: the token and undeclared variables, out of pack code's reach
 #
-# Deleting a variable from os.environ leaves it in /proc/self/environ, which
-# pack code can read: that file shows the environment block the process was
-# started with, in the process's own memory.  So once the token and the
-# undeclared variables are unset, their bytes in that block are overwritten
-# (through /proc/self/mem; the block's bounds are in /proc/self/stat and
-# nothing points at those bytes any more), and the file is read back to prove
-# it.  Where that can't be done (a sandbox that refuses /proc/self/mem, no
-# such /proc fields), the interpreter re-executes itself with the clean
-# environment and the token travels over an inherited pipe, read and closed
+# Pack code runs in this process, so what the process keeps, pack code can
+# find.  The service keeps only the token's SHA-256 digest.  The token and
+# the variables the env filter drops are removed from os.environ (so child
+# processes don't inherit them; its dict is posix.environ, the interpreter's
+# only copy).  That is not enough: /proc/self/environ
+# shows the environment block the process was started with, in the process's
+# own memory.  So their bytes in that block are overwritten (through
+# /proc/self/mem; the block's bounds are in /proc/self/stat and nothing
+# points at those bytes any more), and the file is read back to prove it.
+# Where that can't be done (a sandbox that refuses /proc/self/mem, no such
+# /proc fields), the interpreter re-executes itself with the clean
+# environment; the digest travels over an inherited pipe, read and closed
 # before any pack module loads.
 # ---------------------------------------------------------------------------
 
+TOKEN_VAR = "KINDGI_PACK_SERVICE_TOKEN"
 HANDOFF_VAR = "KINDGI_PACK_HANDOFF_FD"
 KEPT_PREFIXES = ("KINDGI_", "LC_", "PYTHON", "OTEL_", "CLOUD_RUN_", "CONTAINER_APP_")
 KEPT_NAMES = frozenset("""
@@ -606,15 +695,9 @@ MSI_ENDPOINT MSI_SECRET AZURE_CLIENT_ID AZURE_TENANT_ID AZURE_FEDERATED_TOKEN_FI
 """.split())
 
 
-def filtered_environment(environ, declared):
-    """Return ``(kept, dropped)``: the variables pack code may see, and the rest sorted."""
-    kept, dropped = {}, []
-    for name, value in environ.items():
-        if name in declared or name in KEPT_NAMES or name.startswith(KEPT_PREFIXES):
-            kept[name] = value
-        else:
-            dropped.append(name)
-    return kept, sorted(dropped)
+def kept_by_filter(name, declared):
+    """The env filter keeps declared names and the platform's own."""
+    return name in declared or name in KEPT_NAMES or name.startswith(KEPT_PREFIXES)
 
 
 def declared_env_names(index_path):
@@ -630,14 +713,18 @@ def declared_env_names(index_path):
         return None
 
 
-def pack_environment(config, environ):
-    """Return ``(env, dropped)``: the environment pack code gets, and the names filtered out."""
-    env = dict(environ)
-    env.pop("KINDGI_PACK_SERVICE_TOKEN", None)
+def hidden_names(config, environ):
+    """Return ``(hidden, dropped)``: every name pack code must not see, and the filter's, sorted."""
     declared = declared_env_names(config.index_path) if config.env_filter else None
-    if declared is None:
-        return env, []
-    return filtered_environment(env, declared)
+    dropped = [] if declared is None else sorted(
+        name for name in environ if name != TOKEN_VAR and not kept_by_filter(name, declared))
+    return dropped + [TOKEN_VAR] * (TOKEN_VAR in environ), dropped
+
+
+def forget_variables(names):
+    """Unset the variables (os.environ holds the interpreter's only copy of them: posix.environ)."""
+    for name in names:
+        os.environ.pop(name, None)
 
 
 def scrub_environ_block(names):
@@ -678,13 +765,16 @@ def interpreter_flags():
     return args
 
 
-def reexec_with(env, token, dropped, argv):
-    """Start this program again in ``env``, the token on a pipe; returns only if exec fails."""
+def reexec_with(handoff, argv):
+    """Start this program again in the (cleaned) environment, ``handoff`` on a pipe.
+
+    Returns only if exec fails.
+    """
     read_end, write_end = os.pipe()
-    os.write(write_end, json.dumps({"token": token, "dropped": dropped}).encode())  # < a pipe's buffer
+    os.write(write_end, json.dumps(handoff).encode())   # far less than a pipe's buffer
     os.close(write_end)
     os.set_inheritable(read_end, True)
-    env = dict(env, **{HANDOFF_VAR: str(read_end)})
+    env = dict(os.environ, **{HANDOFF_VAR: str(read_end)})
     program = os.path.abspath(argv[0]) if argv and argv[0] not in ("", "-c") else __file__
     try:
         sys.stdout.flush()
@@ -696,22 +786,20 @@ def reexec_with(env, token, dropped, argv):
         os.close(read_end)
 
 
-def hide_token(config, environ, argv, records):
+def hide_secrets(config, argv, records):
     """Put the token and undeclared variables out of pack code's reach; return the dropped names."""
-    env, dropped = pack_environment(config, environ)
-    removed = [name for name in environ if name not in env]
-    for name in removed:
-        del environ[name]          # unsetenv: child processes won't inherit them
-    if scrub_environ_block(removed):
+    hidden, dropped = hidden_names(config, os.environ)
+    forget_variables(hidden)
+    if scrub_environ_block(hidden):
         return dropped
-    reexec_with(env, config.token, dropped, argv)
+    reexec_with(dict(config.token.handoff(), dropped=dropped), argv)
     records.write("warn", "Could not hide the token: /proc/self/environ can't be cleaned here and "
                   "re-executing the interpreter failed", event="token-exposed", always=True)
     return dropped
 
 
 def receive_handoff(environ):
-    """In the re-executed image: read the token and what the filter dropped."""
+    """In the re-executed image: the token's digest and what the filter dropped, else None."""
     fd = environ.pop(HANDOFF_VAR, None)
     if fd is None:
         return None
@@ -724,8 +812,10 @@ def receive_handoff(environ):
                 break
             chunks.append(chunk)
         os.close(fd)
-        return json.loads(b"".join(chunks))
-    except (ValueError, OSError):
+        handoff = json.loads(b"".join(chunks).decode("utf-8"))
+        bytes.fromhex(handoff["digest"])
+        return handoff if isinstance(handoff["length"], int) and isinstance(handoff["dropped"], list) else None
+    except (ValueError, OSError, KeyError, TypeError):
         return None
 
 
@@ -755,6 +845,8 @@ def load_kindgi(records):
 # ---------------------------------------------------------------------------
 
 PACKAGE = "_kindgi_pack"
+# A value the service writes into a header: visible ASCII with inner spaces (clients trim the ends).
+HEADER_VALUE = re.compile(r"(?:[!-~](?:[ -~]*[!-~])?)?\Z")
 
 
 class IndexProblem(ValueError):
@@ -830,6 +922,10 @@ class Index:
         self.artifact_version = data.get("artifactVersion") or ""
         if not isinstance(self.artifact_version, str):
             raise IndexProblem("Index field artifactVersion must be a string")
+        if len(self.artifact_version) > MAX_HEADER_VALUE or not HEADER_VALUE.match(self.artifact_version):
+            raise IndexProblem("Index field artifactVersion must be printable ASCII without leading or "
+                               "trailing spaces, at most %d characters: every answer carries it in the "
+                               "kindgi-artifact-version header" % MAX_HEADER_VALUE)
         tools = _field(data, "tools", "", list, required=False) or []
         guardrails = _field(data, "guardrails", "", list, required=False) or []
         self.tools = [ToolEntry(raw, i) for i, raw in enumerate(tools)]
@@ -867,6 +963,12 @@ def relative_module_path(module_path, root):
         rel = os.path.relpath(module_path, root)
         return rel.replace(os.sep, "/")
     return module_path
+
+
+def outside_root(path, root):
+    """Where ``path`` really leads when a link takes it out of ``root``; None when it stays inside."""
+    real, real_root = os.path.realpath(path), os.path.realpath(root)
+    return None if os.path.commonpath([real, real_root]) == real_root else real
 
 
 def mount_package(root):
@@ -937,19 +1039,25 @@ class Pack:
 
     def _resolve(self, entry, kind, matches, code, text, problems):
         path = relative_module_path(entry.module_path, self.root)
+        name = getattr(entry, "check_id", entry.id)
         try:
-            module = importlib.import_module(module_name_for(path))
+            module_name = module_name_for(path)
+            leads_to = outside_root(os.path.join(self.root, path), self.root)
+            if leads_to is not None:
+                raise ImportError("Module path %s leads outside the module root %s (to %s): a pack's "
+                                  "modules must be files inside it" % (json.dumps(entry.module_path),
+                                                                       self.root, leads_to))
+            module = importlib.import_module(module_name)
         except BaseException as exc:  # pack code: anything at all can come out of an import
             if isinstance(exc, KeyboardInterrupt):
                 raise
-            problems.append("%s: %s" % (getattr(entry, "check_id", entry.id),
-                                        _safe_str(exc) or type(exc).__name__))
+            problems.append("%s: %s" % (name, _safe_str(exc) or type(exc).__name__))
             return
         for primitive in primitives_of(module, kind):
             if matches(primitive, entry):
                 entry.primitive = primitive
                 return
-        entry.problem = (code, text % (entry.module_path, getattr(entry, "check_id", entry.id)))
+        entry.problem = (code, text % (entry.module_path, name))
 
 
 def compile_schema(schema):
@@ -963,20 +1071,245 @@ def compile_schema(schema):
 
 
 # ---------------------------------------------------------------------------
-# Messages: parsing a request, shaping an answer
+# HTTP: request heads and bodies, read strictly
+#
+# One parser for everything a caller sends.  Lines end with CRLF (a bare LF
+# is refused), sizes are bounded, and any framing a proxy in front could read
+# differently (Content-Length with Transfer-Encoding, two Content-Lengths,
+# loose chunk syntax) is refused, so no request can hide inside another.
 # ---------------------------------------------------------------------------
 
-def error_message(code, message, target_key=None, target_id=None, cause=None, issues=None):
-    """An ``error`` response message, keys in the reference order."""
-    answer = {"v": PROTOCOL, "kind": "error", "code": code, "message": message}
-    if target_key:
-        answer[target_key] = target_id
-    if cause is not None:
-        answer["cause"] = cause
-    if issues is not None:
-        answer["issues"] = issues
-    return answer
+class HttpError(Exception):
+    """A request refused before it is served; the answer closes the connection."""
 
+    def __init__(self, status, message, headers=()):
+        Exception.__init__(self, message)
+        self.status = status
+        self.message = message
+        self.headers = headers
+
+
+TOKEN_BYTES = b"!#$%&'*+-.^_`|~0123456789ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz"
+TOKEN_CHARS = rb"[!#$%&'*+\-.^_`|~0-9A-Za-z]"
+METHOD_START = re.compile(TOKEN_CHARS + rb"+( |$)")
+CONTROL_IN_VALUE = re.compile(rb"[\x00-\x08\x0a-\x1f\x7f]").search   # HTAB is allowed
+HTTP_VERSION = re.compile(r"HTTP/[0-9]\.[0-9]\Z")
+CHUNK_LINE = re.compile(                                            # RFC 9112 section 7.1
+    rb"([0-9A-Fa-f]{1,16})"
+    rb"(?:[ \t]*;[ \t]*" + TOKEN_CHARS + rb"+"
+    rb"(?:[ \t]*=[ \t]*(?:" + TOKEN_CHARS + rb"+|\"(?:[\t !#-\[\]-~\x80-\xff]|\\[\t -~\x80-\xff])*\"))?)*"
+    rb"\r\n\Z")
+
+
+class Request:
+    """A parsed request head."""
+
+    __slots__ = ("method", "target", "path", "version", "headers", "keep_alive", "length", "chunked")
+
+    def header(self, name, default=None):
+        return self.headers.get(name, default)
+
+
+def read_request_head(rfile, on_first_byte):
+    """Read and parse a request head; None when the connection ends between requests.
+
+    ``on_first_byte`` is called once a head has begun: from then on its whole
+    arrival is timed.
+    """
+    arrived = rfile.peek(1)
+    if not arrived:
+        return None
+    on_first_byte()
+    if not (arrived.startswith(b"\r") or METHOD_START.match(arrived)):
+        raise HttpError(400, "Malformed request line")   # now: a line that never ends must not wait
+    return parse_head(read_head_lines(rfile))
+
+
+def read_head_lines(rfile):
+    """The request line and the header lines, without their CRLF; None at a clean end."""
+    lines = []
+    total = 0
+    while True:
+        line = rfile.readline(MAX_HEAD_LINE + 1)
+        total += len(line)
+        if total > MAX_HEAD_BYTES:
+            raise HttpError(431, "Request header fields too large")
+        if len(line) > MAX_HEAD_LINE:
+            raise HttpError(431 if lines else 414, "Request header fields too large" if lines
+                            else "Request line too long")
+        if not line.endswith(b"\r\n"):
+            if not line and not lines:
+                return None
+            raise HttpError(400, "Malformed request line" if not lines else
+                            "Incomplete request head" if not line.endswith(b"\n") else "Malformed header line")
+        if line == b"\r\n":
+            if lines:
+                return lines
+            continue   # blank lines before a request line are tolerated (RFC 9112 section 2.2)
+        if len(lines) > MAX_HEADERS:
+            raise HttpError(431, "Request header fields too large")
+        lines.append(line[:-2])
+
+
+def field_line(line):
+    """``(lower-case name, value)`` of one header or trailer line."""
+    name, colon, value = line.partition(b":")
+    if not colon or not name or name.translate(None, TOKEN_BYTES) or CONTROL_IN_VALUE(value):
+        raise HttpError(400, "Obsolete header line folding" if line[:1] in (b" ", b"\t")
+                        else "Malformed header line")
+    return name.decode("ascii").lower(), value.strip(b" \t").decode("latin-1")
+
+
+def parse_head(lines):
+    """A Request from the request line and header lines (without their CRLF)."""
+    if not lines:
+        raise HttpError(400, "Malformed request line")
+    parts = lines[0].split(b" ")
+    if len(parts) != 3 or not parts[1]:
+        raise HttpError(400, "Malformed request line")
+    method, target, version = parts
+    if not method or method.translate(None, TOKEN_BYTES):
+        raise HttpError(400, "Malformed request method")
+    if CONTROL_IN_VALUE(target):
+        raise HttpError(400, "Malformed request line")
+    try:
+        method, target, version = method.decode("ascii"), target.decode("ascii"), version.decode("ascii")
+    except UnicodeDecodeError:
+        raise HttpError(400, "Malformed request line")
+    if version not in ("HTTP/1.1", "HTTP/1.0"):
+        if HTTP_VERSION.match(version):
+            raise HttpError(505, "HTTP version not supported")
+        raise HttpError(400, "Malformed HTTP version")
+    request = Request()
+    request.method, request.target, request.version = method, target, version
+    request.path = target.split("?", 1)[0]
+    request.headers = headers = {}
+    lengths = set()
+    for line in lines[1:]:
+        name, value = field_line(line)
+        if name == "content-length":
+            lengths.add(value)
+        headers[name] = headers[name] + ", " + value if name in headers else value
+    return _framing(request, lengths)
+
+
+def _framing(request, lengths):
+    """Decide how the body is delimited, refusing anything a proxy could read differently."""
+    headers = request.headers
+    coding = headers.get("transfer-encoding")
+    if coding is not None and lengths:
+        raise HttpError(400, "Content-Length together with Transfer-Encoding")
+    request.chunked = False
+    request.length = 0
+    if coding is not None:
+        if coding.strip().lower() != "chunked" or request.version == "HTTP/1.0":
+            raise HttpError(501 if request.version != "HTTP/1.0" else 400, "Unsupported Transfer-Encoding")
+        request.chunked = True
+    elif lengths:
+        value = lengths.pop()
+        if lengths or not DIGITS.match(value) or len(value) > 18:
+            raise HttpError(400, "Malformed Content-Length")
+        request.length = int(value)
+    connection = headers.get("connection", "").lower()
+    if request.version == "HTTP/1.1":
+        request.keep_alive = "close" not in connection
+    else:
+        request.keep_alive = "keep-alive" in connection
+    return request
+
+
+def read_chunked(rfile, take):
+    """A chunked body as one bytearray, in exactly RFC 9112's syntax.
+
+    ``take(n)`` is asked before ``n`` more bytes are held; it raises to
+    refuse them.  Chunk lines and trailers count against MAX_CHUNK_FRAMING,
+    data against MAX_BODY.
+    """
+    body = bytearray()
+    framing = 0
+    while True:
+        line = rfile.readline(MAX_HEAD_LINE + 1)
+        framing += len(line) + 2
+        match = CHUNK_LINE.match(line)
+        if match is None:
+            raise HttpError(400, "Malformed chunk line")
+        size = int(match.group(1), 16)
+        if len(body) + size > MAX_BODY or framing > MAX_CHUNK_FRAMING:
+            raise HttpError(413, "Request body too large")
+        if size == 0:
+            break
+        take(size)
+        data = rfile.read(size)
+        if len(data) != size:
+            raise ConnectionError("the body ended early")
+        if rfile.read(2) != b"\r\n":
+            raise HttpError(400, "Malformed chunk")
+        body += data
+    for _ in range(MAX_HEADERS):   # the trailer section: checked like headers, then ignored
+        line = rfile.readline(MAX_HEAD_LINE + 1)
+        framing += len(line)
+        if line == b"\r\n":
+            return body
+        if not line.endswith(b"\r\n") or len(line) > MAX_HEAD_LINE or framing > MAX_CHUNK_FRAMING:
+            raise HttpError(400, "Malformed trailer")
+        field_line(line[:-2])
+    raise HttpError(431, "Too many trailer fields")
+
+
+class SocketReader(io.RawIOBase):
+    """A connection's raw input; a read the kernel timed out raises ``socket.timeout``."""
+
+    def __init__(self, sock):
+        io.RawIOBase.__init__(self)
+        self.sock = sock
+
+    def readable(self):
+        return True
+
+    def readinto(self, buffer):
+        try:
+            return self.sock.recv_into(buffer)
+        except BlockingIOError:   # SO_RCVTIMEO passed
+            raise socket.timeout("timed out")
+
+
+class SocketWriter:
+    """A connection's output: every write is a whole ``sendall``."""
+
+    closed = False
+
+    def __init__(self, sock):
+        self.sock = sock
+
+    def write(self, data):
+        self.sock.sendall(data)
+
+    def flush(self):
+        pass
+
+    def close(self):
+        pass
+
+
+def socket_timeval(seconds):
+    """``seconds`` as the C ``struct timeval`` SO_RCVTIMEO and SO_SNDTIMEO take."""
+    return array("l", (int(seconds), int(seconds % 1 * 1000000))).tobytes()
+
+
+_WEEKDAYS = ("Mon", "Tue", "Wed", "Thu", "Fri", "Sat", "Sun")
+_MONTHS = ("Jan", "Feb", "Mar", "Apr", "May", "Jun", "Jul", "Aug", "Sep", "Oct", "Nov", "Dec")
+
+
+def http_date(second):
+    """The IMF-fixdate of a Unix time (RFC 9110 section 5.6.7), whatever the locale."""
+    t = time.gmtime(second)
+    return "%s, %02d %s %04d %02d:%02d:%02d GMT" % (_WEEKDAYS[t.tm_wday], t.tm_mday, _MONTHS[t.tm_mon - 1],
+                                                    t.tm_year, t.tm_hour, t.tm_min, t.tm_sec)
+
+
+# ---------------------------------------------------------------------------
+# Messages: the JSON an invoke carries, and the answers made of JSON
+# ---------------------------------------------------------------------------
 
 def _reject_constant(name):
     raise ValueError("%s is not JSON" % name)
@@ -997,13 +1330,8 @@ _dump_compact = json.JSONEncoder(ensure_ascii=False, separators=(",", ":"), allo
 _dump_compact_ascii = json.JSONEncoder(separators=(",", ":"), allow_nan=False).encode
 
 
-def parse_json(body):
-    """Strict JSON: UTF-8 only, no NaN/Infinity, integers of sane length."""
-    return load_json_text(body.decode("utf-8"))
-
-
 def load_json_text(text):
-    """Strict JSON from text.
+    """Strict JSON from text: no NaN or Infinity, integers of sane length.
 
     The digit-length hook costs a Python call per integer, so it runs only
     when the text has a run of digits that long at all (in a string, maybe).
@@ -1014,7 +1342,7 @@ def load_json_text(text):
 
 
 def dump_json(value):
-    """Compact JSON text; lone surrogates are escaped so the bytes stay UTF-8."""
+    """Compact JSON bytes; lone surrogates are escaped so the bytes stay UTF-8."""
     text = _dump_compact(value)
     try:
         return text.encode("utf-8")
@@ -1022,10 +1350,44 @@ def dump_json(value):
         return _dump_compact_ascii(value).encode("ascii")
 
 
-def read_envelope(body):
-    """Parse an invoke body: the message dict, or an error message to answer with."""
+def decode_utf8(body):
+    """A body as text, or None when it is not UTF-8."""
     try:
-        message = parse_json(body)
+        return body.decode("utf-8")
+    except UnicodeDecodeError:
+        return None
+
+
+def json_parse_cost(text):
+    """About how much memory, in bytes, parsing ``text`` takes, the text included.
+
+    JSON can be small and its Python objects large: ``{}`` is 2 bytes of text
+    and 64 bytes of dict, so 10 MiB of ``[{},{},...]`` would take 300 MB.
+    Counting the characters that start values bounds that before parsing;
+    the counts run at memchr speed.
+    """
+    return (2 * sys.getsizeof(text) + 240 * text.count("{") + 64 * text.count("[")
+            + 48 * text.count(",") + 32 * text.count('"'))
+
+
+def error_message(code, message, target_key=None, target_id=None, cause=None, issues=None):
+    """An ``error`` response message, keys in the reference order."""
+    answer = {"v": PROTOCOL, "kind": "error", "code": code, "message": message}
+    if target_key:
+        answer[target_key] = target_id
+    if cause is not None:
+        answer["cause"] = cause
+    if issues is not None:
+        answer["issues"] = issues
+    return answer
+
+
+def read_envelope(text):
+    """Parse an invoke body's text (None: not UTF-8): the message, or an error message to answer."""
+    try:
+        if text is None:
+            raise ValueError("not UTF-8")
+        message = load_json_text(text)
     except (ValueError, RecursionError):
         return None, error_message("malformed-message", "Request body is not valid JSON")
     if not isinstance(message, dict):
@@ -1060,7 +1422,7 @@ def read_envelope(body):
 def parse_timeout_ms(raw):
     """``kindgi-timeout-ms``: positive decimal digits, else the default."""
     raw = (raw or "").strip()
-    if raw.isdigit() and raw.isascii() and raw.strip("0"):
+    if DIGITS.match(raw) and raw.strip("0"):
         return int(raw) if len(raw) <= 12 else MAX_TIMEOUT_MS
     return DEFAULT_TIMEOUT_MS
 
@@ -1081,7 +1443,321 @@ def trace_fields(header):
 
 
 # ---------------------------------------------------------------------------
-# Pack code's answers made JSON: serialisation, exceptions, model issues
+# Connections: a request's path from its head to its answer
+# ---------------------------------------------------------------------------
+
+ROUTES = {"/v1/invoke": ("POST", True), "/v1/info": ("GET", True),
+          "/healthz": ("GET", False), "/readyz": ("GET", False)}
+
+
+def error_body(message):
+    """The body of a non-200 answer: ``{"error": message}``."""
+    return _dump_compact_ascii({"error": message}).encode()
+
+
+BAD_TOKEN = error_body("Bad pack token")
+BAD_TYPE = error_body("Content-Type must be application/json")
+TOO_LARGE = error_body("Request body too large")
+TENANT_MISMATCH = _dump_compact_ascii({"error": "This pack service serves another tenant",
+                                       "code": "pack-tenant-mismatch"}).encode()
+HEALTHY = b'{"status":"ok"}'
+READY = b'{"status":"ready"}'
+DRAINING = error_body("draining")
+OVERLOADED = error_body("overloaded")
+RETRY = (("retry-after", "1"),)
+UNSAFE_HEADER_VALUE = re.compile("[\x00-\x1f\x7f]").search
+CONNECTIONS_FULL = (b"HTTP/1.1 503 Service Unavailable\r\ncontent-type: " + JSON_CONTENT_TYPE.encode()
+                    + b"\r\ncontent-length: %d\r\nretry-after: 1\r\nconnection: close\r\n\r\n"
+                    % len(OVERLOADED) + OVERLOADED)
+
+
+class PackRequestHandler(BaseHTTPRequestHandler):
+    """One connection: reads requests, routes them, writes the answers.
+
+    The connection's thread runs pack code for its own calls, so a call costs
+    no thread hand-off; the watchman answers instead when a call outlives its
+    deadline or its caller.
+    """
+
+    protocol_version = "HTTP/1.1"
+    probes_only = False      # a connection over the cap: /healthz and /readyz, then close
+    trusted = False          # the connection has shown the token
+    phase = "idle"           # idle, head, busy, body or write
+    phase_deadline = float("inf")
+    request_head = None
+    body_unread = False
+    held = 0                 # bytes of the service's memory budget this request holds
+    event_loop = None        # for this connection's async pack code, made when first needed
+
+    # -- the connection -----------------------------------------------------
+
+    def setup(self):
+        self.connection = sock = self.request
+        self.service = self.server.service
+        self.limits = self.service.limits
+        try:
+            sock.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
+        except OSError:
+            pass  # not TCP (a test's socketpair): nothing to delay anyway
+        self.server.set_silence(sock, self.limits.overflow if self.probes_only else self.limits.first_request)
+        self.rfile = io.BufferedReader(SocketReader(sock))
+        self.wfile = SocketWriter(sock)
+        self.server.handlers.add(self)
+
+    def finish(self):
+        """Let go of everything the connection holds; the server closes its socket next."""
+        self.server.handlers.discard(self)
+        if self.event_loop is not None:
+            close_event_loop(self.event_loop)
+        self.rfile.close()
+
+    def handle(self):
+        self.close_connection = False
+        while not self.close_connection:
+            self.handle_one_request()
+        if self.body_unread:
+            self.linger()
+
+    def handle_one_request(self):
+        """Read one request and answer it; any failure closes the connection."""
+        self.close_connection = True
+        self.phase = "idle"      # until a head begins, only the kernel's silence limit applies
+        try:
+            request = read_request_head(self.rfile, self.head_begins)
+            if request is None:
+                return
+            self.request_head = request
+            self.body_unread = request.chunked or request.length > 0
+            self.close_connection = self.probes_only or not request.keep_alive
+            self.set_phase("busy")
+            self.service.answering.add(self)
+            self.route(request)
+        except HttpError as exc:
+            self.answer(exc.status, error_body(exc.message), exc.headers, close=True)
+        except socket.timeout:
+            self.close_connection = True   # the peer stalled: nothing to answer, unless it is over the cap
+            if self.probes_only:
+                self.answer(503, OVERLOADED, RETRY)
+        except ConnectionError:
+            self.close_connection = True   # the peer left
+        except Exception as exc:  # the service's own bug: answer 500, keep the process
+            self.answer(500, self.service.failed(exc, "Request"), close=True)
+        finally:
+            self.service.answering.discard(self)
+            self.give_back_memory()
+
+    def head_begins(self):
+        self.set_phase("head", self.limits.overflow if self.probes_only else self.limits.head)
+
+    def set_phase(self, phase, seconds=None):
+        """What the connection waits for; the watchman shuts it when ``seconds`` pass."""
+        self.phase_deadline = time.monotonic() + seconds if seconds else float("inf")
+        self.phase = phase
+
+    def linger(self):
+        """Close gently when a body was left unread: a reset would destroy the answer just sent.
+
+        Stop writing, then read and drop what the client still sends, for a
+        few seconds at most (nginx's lingering close).
+        """
+        sock = self.connection
+        try:
+            sock.shutdown(socket.SHUT_WR)
+            sock.settimeout(min(1.0, self.limits.linger))
+            end = time.monotonic() + self.limits.linger
+            while time.monotonic() < end and sock.recv(65536):
+                pass
+        except OSError:
+            pass
+
+    def log_message(self, format, *args):
+        pass  # the service writes its own records
+
+    # -- routing --------------------------------------------------------------
+
+    def route(self, request):
+        """The checks in the protocol's order: 404, 405, 401, 421; then the route itself."""
+        route = ROUTES.get(request.path)
+        if route is None:
+            return self.answer(404, error_body("No route %s" % request.path))
+        method, needs_token = route
+        if request.method != method:
+            return self.answer(405, error_body("Use %s" % method))
+        service = self.service
+        if needs_token:
+            if self.probes_only:   # over the connection cap
+                return self.answer(503, OVERLOADED, RETRY)
+            # Taken out of the head: pack code this request runs must not find the token in it.
+            if not service.token.matches(request.headers.pop("kindgi-pack-token", "")):
+                return self.answer(401, BAD_TOKEN)
+            if not self.trusted:
+                self.trusted = True
+                self.server.set_silence(self.connection, self.limits.silence)
+            if not service.tenant_ok(request.header("kindgi-tenant-id", "")):
+                service.tenant_refused(request, "header")
+                return self.answer(421, TENANT_MISMATCH)
+        if request.path == "/v1/invoke":
+            return self.invoke(request)
+        if request.path == "/v1/info":
+            return self.answer(200, service.info_body)
+        if request.path == "/healthz":
+            return self.answer(200, HEALTHY)
+        refusal = service.not_ready()
+        if refusal:
+            return self.answer(503, refusal, RETRY)
+        return self.answer(200, READY)
+
+    # -- an invoke ------------------------------------------------------------
+
+    def invoke(self, request):
+        """Admission, body, envelope; then the call runs in this thread."""
+        service = self.service
+        refusal = service.not_ready() or service.at_cap()
+        if refusal:
+            return self.answer(503, refusal, RETRY)
+        if "application/json" not in request.header("content-type", ""):
+            return self.answer(415, BAD_TYPE)
+        started = time.monotonic()
+        if request.header("expect", "").lower() == "100-continue" and request.length <= MAX_BODY:
+            self.wfile.write(b"HTTP/1.1 100 Continue\r\n\r\n")
+        text = decode_utf8(self.read_body(request))
+        if text is not None:
+            self.hold_memory(json_parse_cost(text))
+        message, refused = read_envelope(text)
+        if refused is not None:
+            return self.answer_invoke(refused, started)
+        if message["kind"] == "invoke" and not service.tenant_ok(message["ctx"]["tenantId"]):
+            service.tenant_refused(request, "context")
+            return self.answer(421, TENANT_MISMATCH)
+        # The slot is taken only now: a slow upload or a malformed message holds no call's place.
+        refusal = service.admit()
+        if refusal:
+            return self.answer(503, refusal, RETRY)
+        self.run_call(Call(self, message, started))
+
+    def read_body(self, request):
+        """The whole body, held against the memory budget; never more than MAX_BODY."""
+        self.set_phase("body", self.limits.body)
+        if request.chunked:
+            body = read_chunked(self.rfile, self.hold_more_memory)
+        elif request.length > MAX_BODY:
+            raise HttpError(413, "Request body too large")
+        else:
+            self.hold_more_memory(request.length)
+            body = self.rfile.read(request.length)
+            if len(body) != request.length:
+                raise ConnectionError("the body ended early")
+        self.body_unread = False
+        self.set_phase("busy")
+        return body
+
+    def hold_more_memory(self, size):
+        self.hold_memory(self.held + size)
+
+    def hold_memory(self, size):
+        """Hold ``size`` bytes of the service's memory budget for this request, or refuse it."""
+        if size > MAX_PARSE_BYTES:
+            raise HttpError(413, "Request body too large")
+        if size > self.held:
+            if not self.service.take_memory(size - self.held):
+                raise HttpError(503, "overloaded", RETRY)
+            self.held = size
+
+    def give_back_memory(self):
+        if self.held:
+            self.service.give_memory(self.held)
+            self.held = 0
+
+    def run_call(self, call):
+        """Run pack code here, then settle the call unless someone else settled it first."""
+        service = self.service
+        service.answering.discard(self)      # from now on the call itself counts for the drain
+        service.watchman.watch(call)
+        status = 200
+        try:
+            answer = call.run()
+        except BaseException as exc:  # pack code's throws are answered inside: this is the service's bug
+            answer, status = service.failed(exc, "Call"), 500
+        finally:
+            service.watchman.forget(call)
+            service.pack_code_returned()
+        if isinstance(answer, bytes):
+            outcome = "ok" if status == 200 else "service-error"
+        else:
+            outcome = (answer or {}).get("code", "cancelled")
+        if call.settle(outcome, answer, status):
+            return
+        # The deadline passed or the caller left first: their answer (if any) ends this connection.
+        self.close_connection = True
+        call.settled.wait(self.limits.write)
+        if call.target.name == "tool" and answer is not None:  # None: its async task was cancelled
+            service.records.write("warn", "%s %s finished %d ms after its call ended"
+                                  % (call.target.name, call.record_id, call.elapsed_ms()),
+                                  event="handler-finished-late",
+                                  fields=dict(call.fields, afterMs=call.elapsed_ms()))
+
+    def event_loop_for_pack_code(self):
+        """This connection's event loop for async pack code: a blocking coroutine stalls only its call.
+
+        asyncio is imported here, not at the top: it costs a fifth of the
+        boot, and only packs with async handlers need it.  The loop is closed
+        with the connection (``finish``), so its file descriptors go with it.
+        """
+        import asyncio
+        if self.event_loop is None:
+            self.event_loop = asyncio.new_event_loop()
+        asyncio.set_event_loop(self.event_loop)
+        return self.event_loop
+
+    # -- answers --------------------------------------------------------------
+
+    def answer(self, status, body, headers=(), close=False):
+        """Write one whole answer with a single send, within the write limit.
+
+        The connection closes after it when asked, while draining, and when
+        the request's body was not read (it can't be told from a next request).
+        """
+        if close or self.body_unread or self.service.draining:
+            self.close_connection = True
+        for name, value in headers:   # every value is checked at boot; this is the last line of defence
+            if UNSAFE_HEADER_VALUE(value):
+                raise ValueError("refusing to write a control character in the %s header" % name)
+        head = "HTTP/1.1 %d %s\r\ndate: %s\r\ncontent-type: %s\r\ncontent-length: %d\r\n%s%s\r\n" % (
+            status, self.responses.get(status, ("",))[0], self.server.date(), JSON_CONTENT_TYPE, len(body),
+            "".join(["%s: %s\r\n" % h for h in headers]),
+            "connection: close\r\n" if self.close_connection else "")
+        request = self.request_head
+        data = head.encode("ascii") if request is not None and request.method == "HEAD" \
+            else head.encode("ascii") + body
+        self.set_phase("write", self.limits.write)
+        try:
+            self.wfile.write(data)
+        except OSError:
+            self.close_connection = True
+        self.phase = "busy"
+
+    def answer_invoke(self, answer, started, status=200, close=False):
+        """An invoke's answer: a 200 message with the duration and artifact headers, or a 500."""
+        body = answer if isinstance(answer, bytes) else dump_json(answer)
+        if status != 200:
+            return self.answer(status, body, close=True)
+        self.answer(200, body, (("kindgi-duration-ms", str(int((time.monotonic() - started) * 1000))),
+                                ("kindgi-artifact-version", self.service.pack.index.artifact_version)),
+                    close=close)
+
+
+class ProbeRequestHandler(PackRequestHandler):
+    """A connection accepted over the cap: it may ask /healthz or /readyz, quickly, once.
+
+    So the platform's probes are answered even while every connection slot
+    is held (by a flood, say); anything else is told ``overloaded``.
+    """
+
+    probes_only = True
+
+
+# ---------------------------------------------------------------------------
+# Running pack code: a tool call or a check, from message to answer
 # ---------------------------------------------------------------------------
 
 def _safe_str(value):
@@ -1110,6 +1786,7 @@ def serialize_cause(exc):
 
 
 def _pointer(parts):
+    """A JSON pointer (RFC 6901) from its parts."""
     return "".join("/" + str(p).replace("~", "~0").replace("/", "~1") for p in parts)
 
 
@@ -1131,6 +1808,20 @@ def is_model_error(exc):
     """A validation error raised while parsing input into the tool's own type."""
     return type(exc).__name__ in ("ValidationError", "TraceInvalid") and (
         hasattr(exc, "errors") or hasattr(exc, "issues"))
+
+
+def schema_issues(validator, value):
+    """``(issues, left_out)``: the first MAX_ISSUES issues in Ajv's order, and how many more there are."""
+    issues = validator.issues(value)
+    return issues[:MAX_ISSUES], max(0, len(issues) - MAX_ISSUES)
+
+
+def validation_failed(call, code, message, validator, value):
+    """The ``*-validation-failed`` answer for a value its schema refuses."""
+    issues, left_out = schema_issues(validator, value)
+    if left_out:
+        message += "; %d more issues left out" % left_out
+    return call.error(code, message, issues=issues)
 
 
 def json_issues(value):
@@ -1204,107 +1895,27 @@ def to_json_text(value):
         return None, issues
 
 
-def result_body(kind_key, text):
+def not_json(call, what, issues):
+    """The answer for a handler's output or a check's result that can't be written as JSON."""
+    first = issues[0]
+    return call.error("output-validation-failed", "%s that is not JSON: %s %s"
+                      % (what, first["instancePath"] or "(root)", first["message"]), issues=issues)
+
+
+def result_body(kind, key, text):
     """A ``result``/``check-result`` answer around JSON text already written."""
-    body = '{"v":2,"kind":"%s","%s":%s}' % (kind_key[0], kind_key[1], text)
+    body = '{"v":2,"kind":"%s","%s":%s}' % (kind, key, text)
     try:
         return body.encode("utf-8")
     except UnicodeEncodeError:
         return dump_json(json.loads(body))
 
 
-# ---------------------------------------------------------------------------
-# Calls: one tool call or check, from message to answer
-# ---------------------------------------------------------------------------
-
-class Call:
-    """One invoke in flight: its deadline, its cancellation, and who answers it.
-
-    Exactly one party answers: the connection thread when pack code returns,
-    or the watchman when the deadline passes or the caller leaves.  ``claim``
-    decides which; the loser stays silent.  The concurrency slot is given
-    back as the answer goes out, so a late handler no longer counts.
-    """
-
-    def __init__(self, service, handler, target, target_id, timeout_ms, started, fields):
-        self.service = service
-        self.handler = handler
-        self.target = target.name
-        self.target_key = target.target_key
-        self.run = target.run
-        self.target_id = target_id
-        self.started = started
-        self.deadline = time.monotonic() + timeout_ms / 1000.0
-        self.fields = fields
-        self.cancellation = service.kindgi.Cancellation()
-        self.on_cancel = []
-        self.outcome = None
-        self.watched = False         # its socket is in the watchman's selector
-        self.pipelined = False       # the caller sent more: its socket can't tell a hang-up
-        self._lock = threading.Lock()
-        self._unanswered = threading.Lock()
-        self._unanswered.acquire()
-
-    def claim(self, outcome):
-        """True for the first party to settle the call's outcome."""
-        with self._lock:
-            if self.outcome is not None:
-                return False
-            self.outcome = outcome
-            return True
-
-    def cancel(self, reason):
-        """Fire the call's cancellation and stop its async task at its next await."""
-        self.cancellation.cancel(reason)
-        for callback in self.on_cancel:
-            try:
-                callback()
-            except RuntimeError:
-                pass  # the task's loop already closed
-
-    def finish(self):
-        """The outcome is settled: give the slot back and write the record.
-
-        Done just before the answer goes out, so a caller that has its answer
-        never finds its own call still holding a slot.
-        """
-        self.service.release()
-        self.service.call_record(self)
-
-    def answered(self):
-        self._unanswered.release()
-
-    def wait_answered(self, timeout):
-        """For the party that lost ``claim``: until the winner's answer is out."""
-        if self._unanswered.acquire(timeout=timeout):
-            self._unanswered.release()
-
-    def elapsed_ms(self):
-        return int((time.monotonic() - self.started) * 1000)
-
-
-_thread_loops = threading.local()
-
-
-def _thread_loop():
-    """This thread's event loop for async pack code: a blocking coroutine stalls only its own call.
-
-    asyncio is imported here, not at the top: it costs a fifth of the boot,
-    and only packs with async handlers need it.
-    """
-    import asyncio
-    loop = getattr(_thread_loops, "loop", None)
-    if loop is None or loop.is_closed():
-        loop = _thread_loops.loop = asyncio.new_event_loop()
-    asyncio.set_event_loop(loop)
-    return loop
-
-
 def run_pack_code(call, fn, args, is_async):
-    """Run a handler or check in this thread; async ones on this thread's loop."""
+    """Run a handler or check in this thread; async ones on the connection's event loop."""
     if not is_async:
         return fn(*args)
-    loop = _thread_loop()
+    loop = call.handler.event_loop_for_pack_code()
     task = loop.create_task(_guarded(call, fn(*args)))
     call.on_cancel.append(lambda: loop.call_soon_threadsafe(task.cancel))
     if call.cancellation.cancelled:
@@ -1336,79 +1947,81 @@ def _cancelled_by_us(call, exc):
     return asyncio is not None and isinstance(exc, asyncio.CancelledError) and call.cancellation.cancelled
 
 
-def _thrown(call, exc, what):
-    """The ``handler-throw`` answer for anything pack code raised."""
-    return error_message("handler-throw", "%s threw: %s: %s" % (what, type(exc).__name__, _safe_str(exc)),
-                         call.target_key, call.target_id, cause=serialize_cause(exc))
+def close_event_loop(loop):
+    """Close an event loop pack code used, with whatever it left behind; never raises."""
+    try:
+        if not loop.is_closed():
+            loop.run_until_complete(loop.shutdown_asyncgens())
+            loop.close()
+    except Exception:
+        pass  # pack code left it running or broken: its descriptors go with the collector
 
 
-def call_tool(service, call, message):
-    """Steps 1-7 of a tool call (SPEC-NOTES §7): an answer dict, or bytes for a result."""
-    pack = service.pack
+def call_tool(call):
+    """A tool call: lookup, version, input defaults and validation, the handler, its output.
+
+    Returns an answer dict, bytes for a result, or None when the call's own
+    cancellation stopped its async handler.
+    """
+    pack = call.service.pack
     tool_id = call.target_id
     entries = pack.tools_by_id.get(tool_id)
     if not entries:
-        return error_message("tool-not-in-pack", 'This pack has no tool "%s"' % tool_id, "toolId", tool_id)
-    asked = message["tool"].get("version")
+        return call.error("tool-not-in-pack", 'This pack has no tool "%s"' % tool_id)
+    asked = call.message["tool"].get("version")
     chosen = [e for e in entries if e.version == asked] if asked is not None else entries
     if len(chosen) != 1:
         listed = ", ".join(e.version or "unversioned" for e in entries)
-        return error_message("tool-version-mismatch", 'Tool "%s" is %s in this pack; the caller %s' % (
-            tool_id, listed, "asked for %s" % asked if asked is not None else "named none"),
-            "toolId", tool_id)
+        return call.error("tool-version-mismatch", 'Tool "%s" is %s in this pack; the caller %s' % (
+            tool_id, listed, "asked for %s" % asked if asked is not None else "named none"))
     entry = chosen[0]
     tool = entry.primitive
     if tool is None:
-        code, text = entry.problem
-        return error_message(code, text, "toolId", tool_id)
+        return call.error(*entry.problem)
     if entry.input_validator is None:
-        return error_message("input-validation-failed", 'Tool "%s" input schema failed to compile: %s'
-                             % (tool_id, entry.input_schema_error), "toolId", tool_id)
-    value = entry.input_validator.apply_defaults(message.get("input"), in_place=True)   # parsed for this call
+        return call.error("input-validation-failed", 'Tool "%s" input schema failed to compile: %s'
+                          % (tool_id, entry.input_schema_error))
+    value = entry.input_validator.apply_defaults(call.message.get("input"), in_place=True)   # parsed for this call
     if not entry.input_validator.is_valid(value):
-        return error_message("input-validation-failed", 'Tool "%s" input failed validation' % tool_id,
-                             "toolId", tool_id, issues=entry.input_validator.issues(value))
+        return validation_failed(call, "input-validation-failed", 'Tool "%s" input failed validation' % tool_id,
+                                 entry.input_validator, value)
     what = 'Handler for tool "%s"' % tool_id
     try:
         value = tool.parse_input(value)
     except BaseException as exc:  # pack code: its validators can raise anything
         if is_model_error(exc):
-            return error_message("input-validation-failed", 'Tool "%s" input failed validation' % tool_id,
-                                 "toolId", tool_id, issues=model_issues(exc))
-        return _thrown(call, exc, what)
+            return call.error("input-validation-failed", 'Tool "%s" input failed validation' % tool_id,
+                              issues=model_issues(exc))
+        return call.thrown(exc, what)
     try:
-        ctx = service.kindgi.ToolContext.from_wire(message["ctx"], call.cancellation,
-                                                   service.tool_logger(call.fields))
+        ctx = call.service.kindgi.ToolContext.from_wire(call.message["ctx"], call.cancellation,
+                                                        call.service.tool_logger(call.fields))
         output = run_pack_code(call, tool.handler, tool.invoke_args(value, ctx), tool.is_async)
         output = tool.dump_output(output)
     except BaseException as exc:  # pack code: SystemExit and friends are answers too
         if _cancelled_by_us(call, exc):
             return None
-        return _thrown(call, exc, what)
-    return _checked_output(entry, tool_id, output)
+        return call.thrown(exc, what)
+    return _checked_output(call, entry, output)
 
 
-def _checked_output(entry, tool_id, output):
+def _checked_output(call, entry, output):
+    tool_id = call.target_id
+    what = 'Tool "%s" handler produced output' % tool_id
     text, issues = to_json_text(output)
     if issues:
-        return error_message("output-validation-failed",
-                             'Tool "%s" handler produced output that is not JSON: %s %s'
-                             % (tool_id, issues[0]["instancePath"] or "(root)", issues[0]["message"]),
-                             "toolId", tool_id, issues=issues)
+        return not_json(call, what, issues)
     if entry.output_validator is None:
-        return error_message("output-validation-failed", 'Tool "%s" output schema failed to compile: %s'
-                             % (tool_id, entry.output_schema_error), "toolId", tool_id)
+        return call.error("output-validation-failed", 'Tool "%s" output schema failed to compile: %s'
+                          % (tool_id, entry.output_schema_error))
     try:
         value = load_json_text(text)
     except (ValueError, RecursionError) as exc:  # e.g. an int over the digit limit
-        return error_message("output-validation-failed", 'Tool "%s" handler produced output that is not JSON: %s'
-                             % (tool_id, exc), "toolId", tool_id, issues=json_issues(output) or [
-                                 _json_issue(None, "must be JSON: %s" % exc)])
+        return not_json(call, what, json_issues(output) or [_json_issue(None, "must be JSON: %s" % exc)])
     if not entry.output_validator.is_valid(value):
-        return error_message("output-validation-failed",
-                             'Tool "%s" handler produced output that failed validation' % tool_id,
-                             "toolId", tool_id, issues=entry.output_validator.issues(value))
-    return result_body(("result", "output"), text)
+        return validation_failed(call, "output-validation-failed", "%s that failed validation" % what,
+                                 entry.output_validator, value)
+    return result_body("result", "output", text)
 
 
 def normalise_check_result(result):
@@ -1423,38 +2036,38 @@ def normalise_check_result(result):
     return None
 
 
-def call_check(service, call, message):
-    """A guardrail check (SPEC-NOTES §8): an answer dict, or bytes for a result."""
+def call_check(call):
+    """A guardrail check: lookup, config validation, the trace, the check, its result."""
     check_id = call.target_id
-    entry = service.pack.checks_by_id.get(check_id)
+    entry = call.service.pack.checks_by_id.get(check_id)
     if entry is None:
-        return error_message("check-not-in-pack", 'This pack has no check "%s"' % check_id, "checkId", check_id)
+        return call.error("check-not-in-pack", 'This pack has no check "%s"' % check_id)
     check = entry.primitive
     if check is None:
-        code, text = entry.problem
-        return error_message(code, text, "checkId", check_id)
-    config = message["config"]
+        return call.error(*entry.problem)
+    config = call.message["config"]
     if entry.config_schema is not None:
         if entry.config_validator is None:
-            return error_message("input-validation-failed", 'Check "%s" config schema failed to compile: %s'
-                                 % (check_id, entry.config_schema_error), "checkId", check_id)
+            return call.error("input-validation-failed", 'Check "%s" config schema failed to compile: %s'
+                              % (check_id, entry.config_schema_error))
         if not entry.config_validator.is_valid(config):
-            issues = entry.config_validator.issues(config)
+            issues, left_out = schema_issues(entry.config_validator, config)
             first = issues[0] if issues else {}
             where = " at %s" % first["instancePath"] if first.get("instancePath") else ""
-            return error_message("input-validation-failed", 'Check "%s" config failed validation%s: %s' % (
-                check_id, where, first.get("message") or "invalid"), "checkId", check_id, issues=issues)
+            return call.error("input-validation-failed", 'Check "%s" config failed validation%s: %s%s' % (
+                check_id, where, first.get("message") or "invalid",
+                "; %d more issues left out" % left_out if left_out else ""), issues=issues)
     what = 'Check "%s" evaluate()' % check_id
     parsed = []
     for part, parse, value in (("config", check.parse_config, config),
-                               ("trace", check.parse_trace, message.get("trace"))):
+                               ("trace", check.parse_trace, call.message.get("trace"))):
         try:
             parsed.append(parse(value))
         except BaseException as exc:  # pack code: its validators can raise anything
             if is_model_error(exc):
-                return error_message("input-validation-failed", 'Check "%s" %s failed validation'
-                                     % (check_id, part), "checkId", check_id, issues=model_issues(exc))
-            return _thrown(call, exc, what)
+                return call.error("input-validation-failed", 'Check "%s" %s failed validation'
+                                  % (check_id, part), issues=model_issues(exc))
+            return call.thrown(exc, what)
     config, trace = parsed
     try:
         result = run_pack_code(call, check.check, (config, trace), check.is_async)
@@ -1462,46 +2075,136 @@ def call_check(service, call, message):
     except BaseException as exc:  # pack code, and its result's own methods
         if _cancelled_by_us(call, exc):
             return None
-        return _thrown(call, exc, what)
+        return call.thrown(exc, what)
     if wire is None:
-        return error_message("output-validation-failed",
-                             'Check "%s" returned %s; a check returns a CheckResult, a dict with a boolean '
-                             '`passed`, or a bool' % (check_id, type(result).__name__), "checkId", check_id)
+        return call.error("output-validation-failed",
+                          'Check "%s" returned %s; a check returns a CheckResult, a dict with a boolean '
+                          '`passed`, or a bool' % (check_id, type(result).__name__))
     text, issues = to_json_text(wire)
     if issues:
-        return error_message("output-validation-failed", 'Check "%s" returned a result that is not JSON: %s %s'
-                             % (check_id, issues[0]["instancePath"] or "(root)", issues[0]["message"]),
-                             "checkId", check_id, issues=issues)
-    return result_body(("check-result", "result"), text)
+        return not_json(call, 'Check "%s" returned a result' % check_id, issues)
+    return result_body("check-result", "result", text)
 
 
 class Target:
-    """What a request names: a tool or a check, and how to run it."""
+    """What a request names: a tool or a check, where its id is, and how to run it."""
 
-    def __init__(self, name, target_key, run):
+    def __init__(self, name, message_key, target_key, run):
         self.name = name
+        self.message_key = message_key
         self.target_key = target_key
         self.run = run
 
 
-TARGETS = {"invoke": Target("tool", "toolId", call_tool),
-           "check-invoke": Target("check", "checkId", call_check)}
+TARGETS = {"invoke": Target("tool", "tool", "toolId", call_tool),
+           "check-invoke": Target("check", "check", "checkId", call_check)}
 
 
 # ---------------------------------------------------------------------------
-# The watchman: deadlines, callers who leave, connections that stall
+# Settling a call: one outcome, whichever comes first; the watchman
 # ---------------------------------------------------------------------------
+
+CANCELLING = frozenset(("deadline-exceeded", "cancelled"))
+
+
+class Call:
+    """One invoke in flight: what it names, its deadline, its cancellation, its outcome.
+
+    Four parties may end it: the connection's thread when pack code returns,
+    the watchman when the deadline passes or the caller leaves, and the drain
+    when it runs out of time.  ``settle`` lets the first of them decide the
+    outcome, fire the cancellation, write the answer and the record; the
+    others find it settled and stay silent.
+    """
+
+    def __init__(self, handler, message, started):
+        service = handler.service
+        self.handler = handler
+        self.service = service
+        self.message = message
+        self.target = TARGETS[message["kind"]]
+        self.target_id = message[self.target.message_key]["id"]
+        self.record_id = service.caller_text(self.target_id)
+        self.started = started
+        request = handler.request_head
+        self.deadline = time.monotonic() + parse_timeout_ms(request.header("kindgi-timeout-ms")) / 1000.0
+        self.fields = fields = trace_fields(request.header("traceparent"))
+        if self.target.name == "tool":
+            ctx = message["ctx"]
+            for key in ("requestId", "tenantId", "projectId", "orgId", "runId"):
+                if isinstance(ctx.get(key), str):
+                    fields[key] = service.caller_text(ctx[key])
+        fields[self.target.target_key] = self.record_id
+        self.cancellation = service.kindgi.Cancellation()
+        self.on_cancel = []          # how to stop its async task, once it has one
+        self.outcome = None
+        self.settled = threading.Event()
+        self.lock = threading.Lock()
+        self.watched = False         # its socket is in the watchman's selector
+        self.pipelined = False       # the caller sent more: its socket can't tell a hang-up
+
+    def run(self):
+        return self.target.run(self)
+
+    def error(self, code, message, cause=None, issues=None):
+        """An error answer about this call's tool or check."""
+        return error_message(code, message, self.target.target_key, self.target_id, cause, issues)
+
+    def thrown(self, exc, what):
+        """The ``handler-throw`` answer for anything pack code raised."""
+        return self.error("handler-throw", "%s threw: %s: %s" % (what, type(exc).__name__, _safe_str(exc)),
+                          cause=serialize_cause(exc))
+
+    def settle(self, outcome, answer=None, status=200):
+        """Decide the call's outcome, unless another party has: True for the one that does.
+
+        The one that settles fires the cancellation (for a deadline or a
+        caller gone), writes ``answer`` if there is one, and writes the
+        ``call`` record; ``settled`` is set once all that is done.
+        """
+        with self.lock:
+            if self.outcome is not None:
+                return False
+            self.outcome = outcome
+        try:
+            if outcome in CANCELLING:
+                self.cancel(outcome)
+            if answer is not None:
+                self.handler.answer_invoke(answer, self.started, status, close=outcome in CANCELLING)
+        finally:
+            self.service.call_settled(self)
+            self.settled.set()
+        return True
+
+    def expire(self):
+        """The deadline passed before pack code returned (the watchman calls this, in a thread)."""
+        self.settle("deadline-exceeded", self.error("deadline-exceeded", "%s passed its deadline" % self.target_id))
+
+    def cancel(self, reason):
+        """Fire the call's cancellation and stop its async task at its next await."""
+        self.cancellation.cancel(reason)
+        for callback in self.on_cancel:
+            try:
+                callback()
+            except RuntimeError:
+                pass  # the task's loop already closed
+
+    def elapsed_ms(self):
+        return int((time.monotonic() - self.started) * 1000)
+
 
 class Watchman:
-    """One thread that answers on time for the calls pack code holds up.
+    """One thread that acts on time for calls and connections.
 
     It keeps each call's deadline, watches the socket of each call that has
-    run for a while for the caller hanging up, and shuts connections that sit
-    too long in one phase (slowloris, stalled bodies, idle keep-alive).  A
-    quick call costs it no system call: it is only noted in a dict.
+    run for a while for the caller hanging up, and shuts connections that
+    overstay a phase (a head, a body or an answer that takes too long, however
+    slowly its bytes trickle).  A quick call costs it no system call: it is
+    only noted in a dict.
     """
 
     TICK = 0.1          # how soon a slow call's socket is watched, and the longest sleep
+    SWEEP = 0.5         # how often phases are checked
 
     def __init__(self, server):
         self.server = server
@@ -1529,6 +2232,11 @@ class Watchman:
         with self.lock:
             self.calls.pop(call, None)
             self._unwatch_socket(call)
+
+    def unsettled(self):
+        """The calls whose pack code is still running."""
+        with self.lock:
+            return list(self.calls)
 
     def _unwatch_socket(self, call):
         """Stop watching the call's socket; its deadline still stands."""
@@ -1570,10 +2278,10 @@ class Watchman:
             for call in expired:
                 self.forget(call)
                 # A thread of its own: a caller that doesn't read can't hold up other deadlines.
-                threading.Thread(target=call.handler.expire, args=(call,), daemon=True).start()
+                threading.Thread(target=call.expire, name="deadline", daemon=True).start()
             if now >= next_sweep:
                 self.server.sweep_connections(now)
-                next_sweep = now + 0.5
+                next_sweep = now + self.SWEEP
 
     def _watch_socket(self, call):
         try:
@@ -1600,545 +2308,44 @@ class Watchman:
             gone = True
         if gone:
             self.forget(call)
-            call.handler.abandon(call)
+            # A thread of its own: the cancellation runs pack code's callbacks, which may block.
+            threading.Thread(target=call.settle, args=("cancelled",), name="hang-up", daemon=True).start()
         else:
             call.pipelined = True
             self._unwatch_socket(call)
 
 
 # ---------------------------------------------------------------------------
-# HTTP: reading a request, routing it, writing the answer
+# The service and the server: state shared by all connections
 # ---------------------------------------------------------------------------
 
-class HttpError(Exception):
-    """A request the HTTP layer refuses before routing; the connection then closes."""
+IN_MESSAGE = ("target", "id", "outcome", "durationMs")
 
-    def __init__(self, status, message):
-        Exception.__init__(self, message)
-        self.status = status
-        self.message = message
-
-
-TOKEN_BYTES = b"!#$%&'*+-.^_`|~0123456789ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz"
-METHOD_START = re.compile(rb"^[!#$%&'*+\-.^_`|~0-9A-Za-z]+( |$)")
-BAD_FIELD_VALUE = re.compile(rb"[\r\n\0]").search
-FIELD_NAMES = {}   # a field name as sent -> its lower-case str, for the names callers use
-ROUTES = {"/v1/invoke": ("POST", True), "/v1/info": ("GET", True),
-          "/healthz": ("GET", False), "/readyz": ("GET", False)}
-
-
-def _body(obj):
-    return _dump_compact_ascii(obj).encode()
-
-
-BAD_TOKEN = _body({"error": "Bad pack token"})
-BAD_TYPE = _body({"error": "Content-Type must be application/json"})
-TOO_LARGE = _body({"error": "Request body too large"})
-TENANT_MISMATCH = _body({"code": "pack-tenant-mismatch"})
-HEALTHY = _body({"status": "ok"})
-READY = _body({"status": "ready"})
-DRAINING = _body({"error": "draining"})
-NOT_READY = _body({"error": "not ready"})
-OVERLOADED = _body({"error": "overloaded"})
-RETRY = (("retry-after", "1"),)
-CONNECTIONS_FULL = (b"HTTP/1.1 503 Service Unavailable\r\ncontent-type: " + JSON_CONTENT_TYPE.encode()
-                    + b"\r\ncontent-length: %d\r\nretry-after: 1\r\nconnection: close\r\n\r\n"
-                    % len(OVERLOADED) + OVERLOADED)
-
-
-class Request:
-    """A parsed request head."""
-
-    __slots__ = ("method", "target", "path", "version", "headers", "keep_alive", "length", "chunked")
-
-    def header(self, name, default=None):
-        return self.headers.get(name, default)
-
-
-def read_request_head(rfile, on_partial_head):
-    """Read a request line and headers; None at a clean end of the connection.
-
-    Limits sizes, refuses ambiguous framing (Content-Length with
-    Transfer-Encoding, differing Content-Lengths) and anything malformed.
-    ``on_partial_head`` is called when the head has begun but not all come.
-    """
-    arrived = rfile.peek(MAX_HEAD_LINE)
-    if not arrived:
-        return None
-    end = arrived.find(b"\r\n\r\n") + 4
-    if end > 4 and METHOD_START.match(arrived) and arrived.count(b"\n", 0, end) == arrived.count(b"\r\n", 0, end):
-        lines = rfile.read(end).split(b"\r\n")[:-2]   # the whole head has come: one read
-    else:
-        on_partial_head()
-        lines = _read_head_lines(rfile, arrived)
-        if lines is None:
-            return None
-    return _parse_head(lines)
-
-
-def _read_head_lines(rfile, arrived):
-    """The head line by line, when it has not all come at once; lines without their ends."""
-    arrived = arrived.lstrip(b"\r\n")
-    if arrived and not METHOD_START.match(arrived):
-        raise HttpError(400, "Malformed request line")  # now: a line that never ends must not wait
-    line = rfile.readline(MAX_HEAD_LINE + 1)
-    while line in (b"\r\n", b"\n"):  # tolerated before a request line (RFC 9112 §2.2)
-        line = rfile.readline(MAX_HEAD_LINE + 1)
-    if not line:
-        return None
-    if len(line) > MAX_HEAD_LINE:
-        raise HttpError(414, "Request line too long")
-    if not line.endswith(b"\n"):
-        raise HttpError(400, "Malformed request line")
-    lines = [line]
-    total = len(line)
-    while True:
-        line = rfile.readline(MAX_HEAD_LINE + 1)
-        total += len(line)
-        if not line:
-            raise HttpError(400, "Incomplete request head")
-        if total > MAX_HEAD_BYTES or len(line) > MAX_HEAD_LINE:
-            raise HttpError(431, "Request header fields too large")
-        if line in (b"\r\n", b"\n"):
-            return [x.rstrip(b"\r\n") for x in lines]
-        if len(lines) > MAX_HEADERS:
-            raise HttpError(431, "Request header fields too large")
-        lines.append(line)
-
-
-def _parse_head(lines):
-    """A Request from the request line and header lines."""
-    if len(lines) > MAX_HEADERS + 1:
-        raise HttpError(431, "Request header fields too large")
-    parts = lines[0].split(b" ")
-    if len(parts) != 3 or not parts[1]:
-        raise HttpError(400, "Malformed request line")
-    method, target, version = parts
-    if not method or method.translate(None, TOKEN_BYTES):
-        raise HttpError(400, "Malformed request method")
-    try:
-        method, target, version = method.decode("ascii"), target.decode("ascii"), version.decode("ascii")
-    except UnicodeDecodeError:
-        raise HttpError(400, "Malformed request line")
-    if version not in ("HTTP/1.1", "HTTP/1.0"):
-        if re.match(r"^HTTP/\d\.\d$", version):
-            raise HttpError(505, "HTTP version not supported")
-        raise HttpError(400, "Malformed HTTP version")
-    request = Request()
-    request.method, request.target, request.version = method, target, version
-    request.path = target.split("?", 1)[0]
-    request.headers = headers = {}
-    lengths = set()
-    for line in lines[1:]:
-        raw_name, colon, value = line.partition(b":")
-        name = FIELD_NAMES.get(raw_name)
-        if name is None and raw_name and not raw_name.translate(None, TOKEN_BYTES):
-            name = raw_name.decode("ascii").lower()
-            if len(FIELD_NAMES) < 256:   # callers send the same few names: each is checked once
-                FIELD_NAMES[raw_name] = name
-        if name is None or not colon or BAD_FIELD_VALUE(value):
-            raise HttpError(400, "Obsolete header line folding" if line[:1] in (b" ", b"\t")
-                            else "Malformed header line")
-        value = value.strip(b" \t").decode("latin-1")
-        if name == "content-length":
-            lengths.add(value)
-        headers[name] = headers[name] + ", " + value if name in headers else value
-    return _framing(request, lengths)
-
-
-def _framing(request, lengths):
-    """Decide how the body is delimited, refusing anything a proxy could read differently."""
-    headers = request.headers
-    coding = headers.get("transfer-encoding")
-    if coding is not None and lengths:
-        raise HttpError(400, "Content-Length together with Transfer-Encoding")
-    request.chunked = False
-    request.length = 0
-    if coding is not None:
-        if coding.strip().lower() != "chunked" or request.version == "HTTP/1.0":
-            raise HttpError(501 if request.version != "HTTP/1.0" else 400, "Unsupported Transfer-Encoding")
-        request.chunked = True
-    elif lengths:
-        value = lengths.pop()
-        if lengths or not value.isdigit() or not value.isascii() or len(value) > 18:
-            raise HttpError(400, "Malformed Content-Length")
-        request.length = int(value)
-    connection = headers.get("connection", "").lower()
-    if request.version == "HTTP/1.1":
-        request.keep_alive = "close" not in connection
-    else:
-        request.keep_alive = "keep-alive" in connection
-    return request
-
-
-def read_chunked(rfile, limit):
-    """A chunked body, refusing it once more than ``limit`` bytes have come."""
-    parts, size = [], 0
-    while True:
-        line = rfile.readline(MAX_HEAD_LINE + 1)
-        if not line.endswith(b"\n"):
-            raise HttpError(400, "Malformed chunk size")
-        digits = line.split(b";", 1)[0].strip()
-        if not digits or len(digits) > 16 or not all(c in b"0123456789abcdefABCDEF" for c in digits):
-            raise HttpError(400, "Malformed chunk size")
-        chunk = int(digits, 16)
-        if chunk == 0:
-            break
-        size += chunk
-        if size > limit:
-            raise HttpError(413, "Request body too large")
-        data = rfile.read(chunk)
-        if len(data) != chunk or rfile.readline(3) not in (b"\r\n", b"\n"):
-            raise HttpError(400, "Malformed chunk")
-        parts.append(data)
-    for _ in range(MAX_HEADERS):  # trailers, ignored
-        line = rfile.readline(MAX_HEAD_LINE + 1)
-        if line in (b"\r\n", b"\n", b""):
-            return b"".join(parts)
-    raise HttpError(431, "Too many trailer fields")
-
-
-class SocketReader(io.RawIOBase):
-    """A connection's raw input; a read the kernel timed out raises ``socket.timeout``."""
-
-    def __init__(self, sock):
-        io.RawIOBase.__init__(self)
-        self.sock = sock
-
-    def readable(self):
-        return True
-
-    def readinto(self, buffer):
-        try:
-            return self.sock.recv_into(buffer)
-        except BlockingIOError:   # SO_RCVTIMEO passed
-            raise socket.timeout("timed out")
-
-
-class SocketWriter:
-    """A connection's output: every write is a whole ``sendall``."""
-
-    closed = False
-
-    def __init__(self, sock):
-        self.sock = sock
-
-    def write(self, data):
-        self.sock.sendall(data)
-
-    def flush(self):
-        pass
-
-    def close(self):
-        pass
-
-
-class PackRequestHandler(BaseHTTPRequestHandler):
-    """One connection: reads requests, routes them, writes the answers.
-
-    The connection thread runs pack code for its own calls, so a call costs
-    no thread hand-off; the watchman answers instead when a call outlives its
-    deadline or its caller.
-    """
-
-    protocol_version = "HTTP/1.1"
-    phase = "idle"
-    phase_deadline = 0.0
-    request_head = None
-    body_unread = False
-
-    # -- connection ---------------------------------------------------------
-
-    def setup(self):
-        """Streams over a blocking socket whose reads and writes the kernel times out.
-
-        A Python socket timeout would cost a poll() before every recv and
-        send, and each system call hands the interpreter to another thread.
-        """
-        self.connection = sock = self.request
-        for option in ((socket.IPPROTO_TCP, socket.TCP_NODELAY, 1),
-                       (socket.SOL_SOCKET, socket.SO_RCVTIMEO, SOCKET_TIMEVAL),
-                       (socket.SOL_SOCKET, socket.SO_SNDTIMEO, SOCKET_TIMEVAL)):
-            try:
-                sock.setsockopt(*option)
-            except OSError:
-                pass
-        self.rfile = io.BufferedReader(SocketReader(sock))
-        self.wfile = SocketWriter(sock)
-        self.write_lock = threading.Lock()
-        self.service = self.server.service
-        self.server.handlers.add(self)
-
-    def finish(self):
-        self.server.handlers.discard(self)
-        BaseHTTPRequestHandler.finish(self)
-
-    def handle(self):
-        self.close_connection = False
-        while not self.close_connection:
-            self.handle_one_request()
-        if self.body_unread:
-            self.linger()
-
-    def linger(self):
-        """Close gently when a body was left unread: a reset would destroy the answer just sent.
-
-        Stop writing, then read and drop what the client still sends, for a
-        few seconds at most (nginx's lingering close).
-        """
-        sock = self.connection
-        try:
-            sock.shutdown(socket.SHUT_WR)
-            sock.settimeout(1.0)
-            end = time.monotonic() + LINGER_SECONDS
-            while time.monotonic() < end and sock.recv(65536):
-                pass
-        except OSError:
-            pass
-
-    def set_phase(self, phase, seconds=None):
-        self.phase = phase
-        self.phase_deadline = time.monotonic() + seconds if seconds else float("inf")
-
-    def handle_one_request(self):
-        self.close_connection = True
-        self.set_phase("idle", IDLE_SECONDS)
-        try:
-            request = read_request_head(self.rfile, lambda: self.set_phase("head", HEAD_SECONDS))
-            if request is None:
-                return
-            self.request_head = request
-            self.body_unread = request.chunked or request.length > 0
-            self.close_connection = not request.keep_alive
-            self.set_phase("busy")
-            self.service.active_requests.add(self)
-            try:
-                self.route(request)
-            finally:
-                self.service.active_requests.discard(self)
-        except HttpError as exc:
-            self.answer(exc.status, _body({"error": exc.message}), close=True)
-        except (socket.timeout, ConnectionError):
-            self.close_connection = True   # the peer stalled or left: nothing to answer
-        except Exception as exc:  # the service's own bug: answer 500, keep the process
-            self.service_failed(exc)
-
-    def service_failed(self, exc):
-        """A bug in the service: a 500 with a JSON body and a record; the process lives on."""
-        self.service.records.write("error", "Request failed inside the service: %s: %s"
-                                   % (type(exc).__name__, _safe_str(exc)), event="service-error",
-                                   fields={"stack": format_stack(exc)})
-        self.answer(500, _body({"error": "%s: %s" % (type(exc).__name__, _safe_str(exc))}), close=True)
-
-    def answer(self, status, body, headers=(), close=False):
-        """Write one whole answer with a single send.
-
-        The connection closes after it when asked, while draining, and when
-        the request's body was not read (it can't be told from a next request).
-        """
-        if close or self.body_unread or self.service.draining:
-            self.close_connection = True
-        head = ("HTTP/1.1 %d %s\r\ncontent-type: %s\r\ncontent-length: %d\r\n%s%s\r\n" % (
-            status, self.responses.get(status, ("",))[0], JSON_CONTENT_TYPE, len(body),
-            "".join(["%s: %s\r\n" % h for h in headers]),
-            "connection: close\r\n" if self.close_connection else "")).encode("utf-8")  # an index may hold non-ASCII
-        request = self.request_head
-        data = head if request is not None and request.method == "HEAD" else head + body
-        try:
-            with self.write_lock:
-                self.wfile.write(data)
-        except OSError:
-            self.close_connection = True
-
-    def log_message(self, format, *args):
-        pass  # the service writes its own records
-
-    # -- routing --------------------------------------------------------------
-
-    def route(self, request):
-        """Checks in the protocol's order: 404, 405, 401, 421, then the route."""
-        route = ROUTES.get(request.path)
-        if route is None:
-            return self.answer(404, _body({"error": "No route %s" % request.path}))
-        method, needs_token = route
-        if request.method != method:
-            return self.answer(405, _body({"error": "Use %s" % method}))
-        service = self.service
-        if needs_token:
-            given = request.header("kindgi-pack-token", "").encode("latin-1")
-            if not compare_digest(given, service.token_bytes):
-                return self.answer(401, BAD_TOKEN)
-            if service.tenant_id is not None and \
-                    request.header("kindgi-tenant-id", "").strip(" \t") != service.tenant_id:
-                service.tenant_refused(request.path, "header")
-                return self.answer(421, TENANT_MISMATCH)
-        if request.path == "/v1/invoke":
-            return self.invoke(request)
-        if request.path == "/v1/info":
-            return self.answer(200, service.info_body)
-        if request.path == "/healthz":
-            return self.answer(200, HEALTHY)
-        refusal = service.not_ready()
-        if refusal:
-            return self.answer(503, refusal, RETRY)
-        return self.answer(200, READY)
-
-    def read_body(self, request):
-        """The whole body, never buffering more than MAX_BODY."""
-        if request.chunked:
-            body = read_chunked(self.rfile, MAX_BODY)
-        elif request.length > MAX_BODY:
-            raise HttpError(413, "Request body too large")
-        else:
-            body = self.rfile.read(request.length)
-            if len(body) != request.length:
-                raise ConnectionError("the body ended early")
-        self.body_unread = False
-        return body
-
-    # -- invoke ---------------------------------------------------------------
-
-    def invoke(self, request):
-        """Admission, body, envelope; then the call runs in this thread."""
-        service = self.service
-        refusal = service.not_ready() or service.overloaded()
-        if refusal:
-            return self.answer(503, refusal, RETRY)
-        if "application/json" not in request.header("content-type", ""):
-            return self.answer(415, BAD_TYPE)
-        started = time.monotonic()
-        if request.header("expect", "").lower() == "100-continue" and request.length <= MAX_BODY:
-            self.wfile.write(b"HTTP/1.1 100 Continue\r\n\r\n")
-        self.set_phase("body", BODY_SECONDS)
-        try:
-            body = self.read_body(request)
-        except HttpError as exc:
-            if exc.status != 413:
-                raise
-            return self.answer(413, TOO_LARGE)
-        self.set_phase("busy")
-        message, refused = read_envelope(body)
-        if refused is not None:
-            return self.answer_invoke(refused, started)
-        if message["kind"] == "invoke" and service.tenant_id is not None \
-                and message["ctx"]["tenantId"] != service.tenant_id:
-            service.tenant_refused(request.path, "ctx")
-            return self.answer(421, TENANT_MISMATCH)
-        # The slot is taken only now: a slow upload or a malformed message holds no call's place.
-        refusal = service.admit()
-        if refusal:
-            return self.answer(503, refusal, RETRY)
-        try:
-            call = self.start_call(request, message, started)
-        except BaseException:
-            service.release()
-            raise
-        self.run_call(call, message)
-
-    def start_call(self, request, message, started):
-        target = TARGETS[message["kind"]]
-        target_id = message["tool"]["id"] if target.name == "tool" else message["check"]["id"]
-        fields = trace_fields(request.header("traceparent"))
-        if target.name == "tool":
-            ctx = message["ctx"]
-            for key in ("requestId", "tenantId", "projectId", "orgId", "runId"):
-                if isinstance(ctx.get(key), str):
-                    fields[key] = ctx[key]
-            fields["toolId"] = target_id
-        else:
-            fields["checkId"] = target_id
-        return Call(self.service, self, target, target_id,
-                    parse_timeout_ms(request.header("kindgi-timeout-ms")), started, fields)
-
-    def run_call(self, call, message):
-        """Run pack code here; answer unless the watchman answered first."""
-        service = self.service
-        service.watchman.watch(call)
-        status = 200
-        try:
-            answer = call.run(service, call, message)
-        except BaseException as exc:  # pack code's throws are answered inside: this is the service's bug
-            service.records.write("error", "Call failed inside the service: %s: %s"
-                                  % (type(exc).__name__, _safe_str(exc)),
-                                  event="service-error", fields={"stack": format_stack(exc)})
-            status, answer = 500, _body({"error": "%s: %s" % (type(exc).__name__, _safe_str(exc))})
-        finally:
-            service.watchman.forget(call)
-        if isinstance(answer, bytes):
-            outcome = "ok" if status == 200 else "service-error"
-        else:
-            outcome = (answer or {}).get("code", "cancelled")
-        if call.claim(outcome):
-            call.finish()
-            try:
-                self.answer_invoke(answer, call.started, status)
-            finally:
-                call.answered()
-            return
-        # The watchman answered (deadline) or the caller left: this connection is finished.
-        self.close_connection = True
-        call.wait_answered(SOCKET_SECONDS)
-        if call.target == "tool" and answer is not None:  # None: its async task was cancelled
-            service.records.write("warn", "%s %s finished %d ms after its call ended"
-                                  % (call.target, call.target_id, call.elapsed_ms()),
-                                  event="handler-finished-late",
-                                  fields=dict(call.fields, afterMs=call.elapsed_ms()))
-
-    def answer_invoke(self, answer, started, status=200, close=False):
-        body = answer if isinstance(answer, bytes) else dump_json(answer)
-        if status != 200:
-            return self.answer(status, body, close=True)
-        self.answer(200, body, [("kindgi-duration-ms", str(int((time.monotonic() - started) * 1000))),
-                                ("kindgi-artifact-version", self.service.pack.index.artifact_version)],
-                    close=close)
-
-    def expire(self, call):
-        """Watchman: the deadline passed before pack code returned.
-
-        This connection's thread is still in pack code, so the answer closes it.
-        """
-        if not call.claim("deadline-exceeded"):
-            return
-        call.cancel("deadline-exceeded")
-        call.finish()
-        try:
-            self.answer_invoke(error_message("deadline-exceeded", "%s passed its deadline" % call.target_id,
-                                             call.target_key, call.target_id), call.started, close=True)
-        finally:
-            self.service.active_requests.discard(self)
-            call.answered()
-
-    def abandon(self, call):
-        """Watchman: the caller closed its connection mid-call."""
-        if not call.claim("cancelled"):
-            return
-        call.cancel("cancelled")
-        call.finish()
-        self.service.active_requests.discard(self)
-        call.answered()
-
-
-# ---------------------------------------------------------------------------
-# The service: state shared by all connections
-# ---------------------------------------------------------------------------
 
 class PackService:
-    """Readiness, the concurrency cap, the drain, and the records about calls."""
+    """Readiness, the concurrency cap, the memory budget, the drain, and the records about calls.
+
+    ``running`` counts calls whose pack code runs, even past their deadline:
+    it is what the cap bounds.  ``unanswered`` counts calls not yet settled:
+    it is what the drain waits for, with ``answering`` (connections writing
+    an answer to anything else).
+    """
 
     def __init__(self, config, records, pack, kindgi, missing_env):
-        self.config = config
         self.records = records
         self.pack = pack
         self.kindgi = kindgi
-        self.token_bytes = config.token.encode("ascii")
+        self.limits = config.limits
+        self.token = config.token
         self.tenant_id = config.tenant_id
         self.cap = config.max_concurrency
         self.missing_env = missing_env
         self.strict = config.env_check == "strict"
-        self.loaded = True
         self.draining = False
-        self.in_flight = 0
-        self.active_requests = set()
+        self.running = 0
+        self.unanswered = 0
+        self.memory = 0
+        self.answering = set()
         self.lock = threading.Lock()
         self.watchman = None
         index = pack.index
@@ -2148,64 +2355,97 @@ class PackService:
             "protocol": PROTOCOL, "packId": index.pack_id, "packVersion": index.pack_version,
             "artifactVersion": index.artifact_version, "indexHash": index.hash,
             "tools": tools, "checks": checks, "missingEnv": missing_env})
-        self.missing_env_body = _body({"error": "missing env", "missingEnv": missing_env})
+        self.missing_env_body = _dump_compact_ascii({"error": "missing env", "missingEnv": missing_env}).encode()
         self.call_logger = PackLogger(records, "pack.tool")
-        self.pack_fields = '"packId":%s,"artifactVersion":%s,' % (
-            _json_string(index.pack_id), _json_string(index.artifact_version))
+
+    # -- who may call ---------------------------------------------------------
+
+    def tenant_ok(self, tenant_id):
+        """Not pinned, or ``tenant_id`` names the pinned tenant (UUIDs compare in any case)."""
+        return self.tenant_id is None or tenant_id.lower() == self.tenant_id
+
+    def tenant_refused(self, request, via):
+        self.records.write("warn", "A call for another tenant was refused", event="tenant-mismatch",
+                           fields={"via": via, "path": request.path})
+
+    # -- admission --------------------------------------------------------------
 
     def not_ready(self):
-        """The 503 body while not ready: draining, then missing env (strict), then not loaded."""
+        """The 503 body while not ready: draining, then missing env (strict)."""
         if self.draining:
             return DRAINING
         if self.strict and self.missing_env:
             return self.missing_env_body
-        if not self.loaded:
-            return NOT_READY
         return None
 
-    def overloaded(self):
-        return OVERLOADED if self.in_flight >= self.cap else None
+    def at_cap(self):
+        return OVERLOADED if self.running >= self.cap else None
 
     def admit(self):
         """Take a slot for a call, or say why not."""
         with self.lock:
             if self.draining:
                 return DRAINING
-            if self.in_flight >= self.cap:
+            if self.running >= self.cap:
                 return OVERLOADED
-            self.in_flight += 1
+            self.running += 1
+            self.unanswered += 1
         return None
 
-    def release(self):
+    def pack_code_returned(self):
         with self.lock:
-            self.in_flight -= 1
+            self.running -= 1
+
+    def take_memory(self, size):
+        """Hold ``size`` more bytes of MEMORY_BUDGET; False when they are not there."""
+        with self.lock:
+            if self.memory + size > MEMORY_BUDGET:
+                return False
+            self.memory += size
+            return True
+
+    def give_memory(self, size):
+        with self.lock:
+            self.memory -= size
+
+    # -- records ----------------------------------------------------------------
+
+    def caller_text(self, value):
+        """A caller's string as a record carries it: never the token, and at most MAX_CALLER_TEXT long."""
+        if self.token.is_token(value):
+            return "[redacted]"
+        if len(value) > MAX_CALLER_TEXT:
+            return "%s...[%d more characters]" % (value[:MAX_CALLER_TEXT], len(value) - MAX_CALLER_TEXT)
+        return value
 
     def tool_logger(self, fields):
         return self.call_logger.child(fields)
 
-    def tenant_refused(self, path, where):
-        self.records.write("warn", "Refused a call for another tenant (%s)" % where,
-                           event="tenant-mismatch", fields={"path": path})
+    def failed(self, exc, what):
+        """The service itself failed: a ``service-error`` record, and the 500 answer's body."""
+        text = "%s: %s" % (type(exc).__name__, _safe_str(exc))
+        self.records.write("error", "%s failed inside the service: %s" % (what, text), event="service-error",
+                           fields={"stack": format_stack(exc)})
+        return error_body(text)
 
-    def call_record(self, call):
-        """The ``call`` record (SPEC-NOTES §15), the one record written for every call.
-
-        Filled into a template with the pack's fields made JSON once: half the
-        time ``Records.write`` takes, for the same line.
-        """
+    def call_settled(self, call):
+        """The call's answer is out (or nobody waits for one): the ``call`` record."""
+        with self.lock:
+            self.unanswered -= 1
         outcome = call.outcome
         level = "info" if outcome == "ok" else "warn"
         if not self.records.enabled(level):
             return
         ms = call.elapsed_ms()
-        message = "%s %s %s %dms" % (call.target, call.target_id, outcome, ms)
-        ids = call.fields
-        line = CALL_RECORD % (
-            _utc_now(), level, SEVERITY[level], _json_string(message),
-            "".join(['"%s":%s,' % (key, _json_string(ids[key])) for key in CORRELATION_KEYS if key in ids]),
-            "".join(['"%s":%s,' % (key, _json_string(ids[key])) for key in ids if key not in OWN_KEYS]),
-            self.pack_fields, call.target, _json_string(call.target_id), _json_string(outcome), ms)
-        self.records.write_json(line, level, message, "call")
+        index = self.pack.index
+        fields = dict(call.fields)
+        fields.update((("packId", index.pack_id), ("artifactVersion", index.artifact_version),
+                       ("target", call.target.name), ("id", call.record_id), ("outcome", outcome),
+                       ("durationMs", ms), ("inMessage", IN_MESSAGE)))
+        self.records.write(level, "%s %s %s %dms" % (call.target.name, call.record_id, outcome, ms),
+                           event="call", fields=fields)
+
+    # -- the drain --------------------------------------------------------------
 
     def begin_drain(self):
         with self.lock:
@@ -2215,29 +2455,41 @@ class PackService:
                          kwargs={"event": "draining", "always": True, "lock_timeout": 0.5}, daemon=True).start()
 
     def wait_drained(self, seconds):
-        """Until no call is in flight and no answer is being written, or ``seconds`` pass."""
+        """Until every call is settled and no answer is being written, or ``seconds`` pass."""
         end = time.monotonic() + seconds
         while time.monotonic() < end:
-            if self.in_flight <= 0 and not self.active_requests:
+            if self.unanswered <= 0 and not self.answering:
                 return True
             time.sleep(0.025)
         return False
 
+    def give_up_on_calls(self):
+        """The drain ran out of time: the calls still running end ``cancelled``, with their records."""
+        if self.watchman is not None:
+            for call in self.watchman.unsettled():
+                call.settle("cancelled")
+
 
 class PackHTTPServer(ThreadingHTTPServer):
-    """ThreadingHTTPServer with a cap on connections and a sweep of stalled ones."""
+    """ThreadingHTTPServer with a connection cap, probes served over it, and a sweep of stalled phases."""
 
     daemon_threads = True
     block_on_close = False
     request_queue_size = 1024
 
-    def __init__(self, address, service):
+    def __init__(self, address, service, max_connections=MAX_CONNECTIONS, probe_connections=PROBE_CONNECTIONS):
         host = address[0]
         self.address_family = socket.AF_INET6 if ":" in host else socket.AF_INET
         self.service = service
+        self.max_connections = max_connections
+        self.probe_connections = probe_connections
         self.handlers = set()
         self.open_connections = 0
         self.count_lock = threading.Lock()
+        self.accept_pause = 0.0
+        self.next_accept_record = 0.0
+        self.silence_fallback = False
+        self._date = (0, "")
         ThreadingHTTPServer.__init__(self, address, PackRequestHandler)
 
     def server_bind(self):
@@ -2245,35 +2497,102 @@ class PackHTTPServer(ThreadingHTTPServer):
         socketserver.TCPServer.server_bind(self)
         self.server_name, self.server_port = self.server_address[:2]
 
-    def process_request(self, request, client_address):
-        """Serve the connection on a thread of its own, unless too many are open."""
-        with self.count_lock:
-            full = self.open_connections >= MAX_CONNECTIONS
-            if not full:
-                self.open_connections += 1
-        if not full:
-            return ThreadingHTTPServer.process_request(self, request, client_address)
+    def get_request(self):
+        """Accept a connection; when the process is out of file descriptors, wait and say so."""
         try:
-            request.sendall(CONNECTIONS_FULL)
-        except OSError:
-            pass
-        self.shutdown_request(request)
+            request = self.socket.accept()
+        except OSError as exc:
+            if exc.errno in (errno.EMFILE, errno.ENFILE, errno.ENOBUFS, errno.ENOMEM):
+                self.out_of_descriptors(exc)
+            raise
+        self.accept_pause = 0.0
+        return request
 
-    def process_request_thread(self, request, client_address):
+    def out_of_descriptors(self, exc):
+        """Accepting failed for want of resources: back off (the connection waits in the
+        kernel's queue), and write a record at most every 10 s."""
+        self.accept_pause = min(1.0, max(0.025, self.accept_pause * 2))
+        now = time.monotonic()
+        if now >= self.next_accept_record:
+            self.next_accept_record = now + 10.0
+            self.service.records.write("error", "Cannot accept connections: %s (%d open); retrying"
+                                       % (exc.strerror or exc, self.open_connections), event="accept-failed")
+        time.sleep(self.accept_pause)
+
+    def process_request(self, request, client_address):
+        """Serve the connection on a thread of its own: fully under the cap, probes only
+        just over it, and beyond that a 503 at once."""
+        with self.count_lock:
+            if self.open_connections < self.max_connections:
+                handler_class = PackRequestHandler
+            elif self.open_connections < self.max_connections + self.probe_connections:
+                handler_class = ProbeRequestHandler
+            else:
+                handler_class = None
+            if handler_class is not None:
+                self.open_connections += 1
+        if handler_class is None:
+            try:
+                request.sendall(CONNECTIONS_FULL)
+            except OSError:
+                pass
+            return self.shutdown_request(request)
         try:
-            ThreadingHTTPServer.process_request_thread(self, request, client_address)
+            threading.Thread(target=self.serve_connection, args=(request, client_address, handler_class),
+                             daemon=True).start()
+        except BaseException:
+            self.connection_ended(request)
+            raise
+
+    def serve_connection(self, request, client_address, handler_class):
+        try:
+            handler_class(request, client_address, self)
+        except Exception:
+            self.handle_error(request, client_address)
         finally:
-            with self.count_lock:
-                self.open_connections -= 1
+            self.connection_ended(request)
+
+    def connection_ended(self, request):
+        """Close the connection's socket, and count it out."""
+        self.shutdown_request(request)
+        with self.count_lock:
+            self.open_connections -= 1
+
+    def set_silence(self, sock, seconds):
+        """Let the kernel end a read or write that makes no progress for ``seconds``.
+
+        SO_RCVTIMEO and SO_SNDTIMEO cost nothing per call, where a Python
+        socket timeout adds a poll() before every recv and send.  Where the
+        kernel refuses them, a Python timeout does the same, and a record
+        says so once.
+        """
+        timeval = socket_timeval(seconds)
+        try:
+            sock.setsockopt(socket.SOL_SOCKET, socket.SO_RCVTIMEO, timeval)
+            sock.setsockopt(socket.SOL_SOCKET, socket.SO_SNDTIMEO, timeval)
+        except OSError as exc:
+            sock.settimeout(seconds)
+            if not self.silence_fallback:
+                self.silence_fallback = True
+                self.service.records.write("warn", "The kernel refused socket timeouts (%s); "
+                                           "using Python's" % exc, event="socket-timeouts")
 
     def sweep_connections(self, now):
-        """Shut connections that overstayed their phase: idle, reading a head, or a body."""
+        """Shut connections that overstayed a head, a body or an answer."""
         for handler in list(self.handlers):
-            if handler.phase != "busy" and now > handler.phase_deadline:
+            if handler.phase not in ("idle", "busy") and now > handler.phase_deadline:
                 try:
                     handler.connection.shutdown(socket.SHUT_RDWR)
                 except OSError:
                     pass
+
+    def date(self):
+        """The ``date`` header's value (RFC 9110 section 6.6.1), made once a second."""
+        second = int(time.time())
+        cached = self._date
+        if cached[0] != second:
+            cached = self._date = (second, http_date(second))
+        return cached[1]
 
     def handle_error(self, request, client_address):
         self.service.records.write("error", "Connection failed inside the service",
@@ -2327,7 +2646,8 @@ class Lifecycle:
 
     def _drain(self):
         self.service.begin_drain()
-        self.service.wait_drained(DRAIN_SECONDS)
+        if not self.service.wait_drained(self.service.limits.drain):
+            self.service.give_up_on_calls()
         self.stop(0)
 
     def stop(self, code):
@@ -2358,14 +2678,63 @@ def make_records(config):
     return Records(2, config.log_level, config.log_levels, pretty)
 
 
+def line_buffered_output():
+    """Pack code's prints reach stdout line by line, not when a buffer fills."""
+    for name in ("stdout", "stderr"):
+        stream = getattr(sys, name)
+        try:
+            stream.reconfigure(line_buffering=True)
+        except AttributeError:   # Python 3.6: no reconfigure(), so a new wrapper on the same buffer
+            try:
+                setattr(sys, name, io.TextIOWrapper(stream.buffer, stream.encoding, stream.errors,
+                                                    line_buffering=True))
+            except (AttributeError, ValueError):
+                pass  # not a standard stream (replaced by an embedding program)
+        except ValueError:
+            pass
+
+
 def missing_env_names(index, environ):
     return sorted({name for name in index.env_required if not environ.get(name)})
 
 
-def boot(config, records, environ, dropped):
-    """Steps 3-7 of the boot: index, modules, env, imports.  Returns ``(pack, kindgi, missing)``.
+def connection_caps(wanted):
+    """``(connections, probes)``: how many connections to serve, and how many more just for
+    probes, so that both fit under the open-files limit (raised toward its hard limit first).
 
-    Raises ``BootFailed`` with every problem found.
+    Many containers start with a soft limit of 1024, which the cap alone
+    would exhaust; the hard limit is usually far higher.
+    """
+    try:
+        import resource
+        soft, hard = resource.getrlimit(resource.RLIMIT_NOFILE)
+        target = hard if hard != resource.RLIM_INFINITY else 1 << 20
+        if soft != resource.RLIM_INFINITY and soft < target:
+            try:
+                resource.setrlimit(resource.RLIMIT_NOFILE, (target, hard))
+                soft = target
+            except (ValueError, OSError):
+                pass
+        if soft == resource.RLIM_INFINITY:
+            return wanted, PROBE_CONNECTIONS
+    except (ImportError, ValueError, OSError):
+        return wanted, PROBE_CONNECTIONS
+    room = max(16, soft - FD_HEADROOM)
+    probes = min(PROBE_CONNECTIONS, room // 16)
+    return min(wanted, room - probes), probes
+
+
+class BootFailed(Exception):
+    def __init__(self, problems):
+        Exception.__init__(self, "; ".join(problems))
+        self.problems = problems
+
+
+def boot(config, records, dropped):
+    """Read the index, check the modules, report the env, import everything.
+
+    Returns ``(pack, kindgi, missing_env)``; raises ``BootFailed`` with every
+    problem found.
     """
     try:
         with open(config.index_path, "rb") as f:
@@ -2376,6 +2745,7 @@ def boot(config, records, environ, dropped):
         index = Index(raw)
     except IndexProblem as exc:
         raise BootFailed([str(exc)])
+    records.bound = {"packId": index.pack_id, "artifactVersion": index.artifact_version}
     root = os.path.abspath(config.module_root)
     kindgi = load_kindgi(records)
     pack = Pack(index, root, kindgi)
@@ -2387,7 +2757,7 @@ def boot(config, records, environ, dropped):
                                "Dropped %d variables the pack doesn't declare: %%s" % len(dropped))
                       % ", ".join(dropped) + " (declare them in the pack's env, or set KINDGI_PACK_ENV_FILTER=off)",
                       event="env-dropped", fields={"names": dropped})
-    missing = missing_env_names(index, environ)
+    missing = missing_env_names(index, os.environ)
     if missing:
         records.write("warn", ("The pack's env.required name has no value: %s" if len(missing) == 1 else
                                "The pack's env.required names have no value: %s") % ", ".join(missing),
@@ -2398,16 +2768,11 @@ def boot(config, records, environ, dropped):
     return pack, kindgi, missing
 
 
-class BootFailed(Exception):
-    def __init__(self, problems):
-        Exception.__init__(self, "; ".join(problems))
-        self.problems = problems
-
-
 def serve(config, records, service, lifecycle):
     host = config.host or "0.0.0.0"
+    max_connections, probe_connections = connection_caps(config.max_connections)
     try:
-        server = PackHTTPServer((host, config.port), service)
+        server = PackHTTPServer((host, config.port), service, max_connections, probe_connections)
     except (OSError, OverflowError) as exc:
         records.write("error", "The pack service failed to boot", event="boot-failed", always=True,
                       fields={"problems": ["Cannot listen on %s port %d: %s" % (host, config.port, exc)]})
@@ -2420,11 +2785,11 @@ def serve(config, records, service, lifecycle):
         if not lifecycle.signalled:
             lifecycle.service = service
             records.write("info", "Listening on port %d" % port, event="listening", always=True,
-                          fields={"port": port, "host": host, "packId": index.pack_id,
-                                  "artifactVersion": index.artifact_version})
+                          fields={"port": port, "host": host, "maxConnections": max_connections,
+                                  "packId": index.pack_id, "artifactVersion": index.artifact_version})
     if lifecycle.service is None:
         # A signal came during the boot: the lifecycle thread writes `stopped` and exits; never `listening`.
-        lifecycle.thread.join(DRAIN_SECONDS)
+        lifecycle.thread.join(service.limits.drain)
         return 0
     records.start_writer()
     server.serve_forever(poll_interval=0.2)
@@ -2433,14 +2798,9 @@ def serve(config, records, service, lifecycle):
 
 def main(argv=None):
     """Run the service; returns the exit code (boot failures are 1)."""
-    lifecycle = Lifecycle()
     argv = list(sys.argv if argv is None else argv)
-    environ = os.environ
-    handoff = receive_handoff(environ)
-    config_env = dict(environ)
-    if handoff is not None:
-        config_env["KINDGI_PACK_SERVICE_TOKEN"] = handoff.get("token", "")
-    config, problems = read_config(argv[1:], config_env)
+    lifecycle = Lifecycle()
+    config, problems = read_config(argv[1:], os.environ, receive_handoff(os.environ))
     if config.action == "help":
         sys.stdout.write(USAGE)
         return 0
@@ -2449,21 +2809,19 @@ def main(argv=None):
                          % (__version__, PROTOCOL, PROTOCOL_SCHEMA_VERSION))
         return 0
     records = make_records(config)
+    records.token = config.token
     lifecycle.records = records
     if problems:
         message = problems[0] if len(problems) == 1 and problems[0].startswith("KINDGI_LOG") \
             else "The pack service configuration is invalid"
         records.write("error", message, event="config-invalid", always=True, fields={"problems": problems})
         return 1
-    dropped = handoff["dropped"] if handoff is not None else hide_token(config, environ, argv, records)
-    records.secret = config.token
-    for stream in (sys.stdout, sys.stderr):
-        try:
-            stream.reconfigure(line_buffering=True)
-        except (AttributeError, ValueError):
-            pass
+    if not config.collect_garbage:
+        gc.disable()
+    dropped = config.dropped if config.dropped is not None else hide_secrets(config, argv, records)
+    line_buffered_output()
     try:
-        pack, kindgi, missing = boot(config, records, environ, dropped)
+        pack, kindgi, missing = boot(config, records, dropped)
     except BootFailed as exc:
         records.write("error", "The pack service failed to boot", event="boot-failed", always=True,
                       fields={"problems": exc.problems})

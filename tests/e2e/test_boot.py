@@ -319,41 +319,26 @@ def test_listening_record(launcher, tmp_path):
     assert service.request("GET", "/healthz", token=False).status == 200
 
 
-# What the service leaves for pack code to load (mimetypes is missing: Python 3.8's http.server uses it in a class body).
-LOADED_ON_FIRST_USE = ("ssl", "_ssl", "hashlib", "_hashlib", "http.client", "email.utils", "email.message", "html",
-                       "shutil", "datetime", "urllib.parse")
-
 HTTPS_TOOL = '''\
-import sys
 from kindgi import tool
-
-BOOT_MODULES = sorted(name for name in %r if name in sys.modules)
 
 @tool(id="https")
 def https(input):
     import http.client, ssl, urllib.request
     connection = http.client.HTTPSConnection("example.invalid", 443, timeout=1)   # never connects
-    return {"bootModules": BOOT_MODULES, "context": type(connection._context) is ssl.SSLContext,
+    return {"context": type(connection._context) is ssl.SSLContext,
             "handler": hasattr(urllib.request, "HTTPSHandler"), "verify": ssl.create_default_context().verify_mode.name}
-''' % (LOADED_ON_FIRST_USE,)
+'''
 
 
-def test_openssl_is_not_loaded_at_boot_yet_pack_code_has_https(launcher, tmp_path):
-    """ssl and hashlib load OpenSSL (a sixth of the idle memory); the service needs neither."""
+def test_pack_code_has_https(launcher, tmp_path):
+    """ssl, http.client and urllib work in pack code as in any program."""
     pack = PackWriter(tmp_path)
     pack.module("tools/https.py", HTTPS_TOOL)
     pack.tool("https", "tools/https.py")
     service = launcher.start(pack.write())
-    assert service.call_tool("https", {}).json["output"] == {
-        "bootModules": loaded_by_the_interpreter(LOADED_ON_FIRST_USE), "context": True, "handler": True,
-        "verify": "CERT_REQUIRED"}
-
-
-def loaded_by_the_interpreter(names):
-    """Those of ``names`` the interpreter loads before any program runs (site .pth files can)."""
-    found = subprocess.run([PYTHON, "-c", "import sys; print(' '.join(sorted(n for n in %r if n in sys.modules)))"
-                            % (names,)], capture_output=True, text=True, timeout=60, check=True)
-    return found.stdout.split()
+    assert service.call_tool("https", {}).json["output"] == {"context": True, "handler": True,
+                                                             "verify": "CERT_REQUIRED"}
 
 
 FILE_SERVER_TOOL = '''\
@@ -394,12 +379,8 @@ def serve_file(input):
 '''
 
 
-def test_pack_code_gets_the_modules_http_server_loads_on_first_use(launcher, tmp_path):
-    """http.client, email, html, mimetypes, shutil, datetime, urllib.parse: real once pack code uses them.
-
-    The tool reaches them the awkward ways too: ``from http import client``
-    before anything imported it, and http.server's own file server.
-    """
+def test_pack_code_can_run_http_servers_own_file_server(launcher, tmp_path):
+    """The service's http.server is the standard one: pack code can serve files with it too."""
     pack = PackWriter(tmp_path)
     pack.module("tools/files.py", FILE_SERVER_TOOL)
     pack.tool("serve-file", "tools/files.py")

@@ -3,14 +3,15 @@
 ``kindgi-timeout-ms`` parsing, the deadline answered on time while pack
 code still runs, the call's ``Cancellation`` firing (seen by the handler,
 which writes a marker file), ``handler-finished-late`` records, late
-handlers not counting toward the cap, an ``async`` handler that blocks its
+handlers still counting toward the cap, an ``async`` handler that blocks its
 thread, and a caller that hangs up mid-call.
 
-The service runs with a cap of 2, so two late handlers would fill it if they
-still counted.  Handlers that wait for their cancellation return as soon as
-it fires, which keeps the file fast; the bounds asserted on elapsed time are
-loose (seconds apart), they only tell "answered at the deadline" from
-"answered when the handler ended".
+The shared service has a cap of 8, so the late handlers earlier tests leave
+behind don't refuse later tests' calls; the cap tests start a service of
+their own with a cap of 2.  Handlers that wait for their cancellation return
+as soon as it fires, which keeps the file fast; the bounds asserted on
+elapsed time are loose (seconds apart), they only tell "answered at the
+deadline" from "answered when the handler ended".
 """
 
 import json
@@ -72,14 +73,25 @@ def slow_check(config, trace):
 '''
 
 
-@pytest.fixture(scope="module")
-def service(module_launcher, tmp_path_factory):
-    pack = PackWriter(tmp_path_factory.mktemp("deadlines"))
+def write_pack(folder):
+    pack = PackWriter(folder)
     pack.module("tools/main.py", TOOLS)
     for name in ("echo", "nap", "wait-cancel", "async-wait", "async-block"):
         pack.tool(name, "tools/main.py")
     pack.guardrail("slow-check", "tools/main.py")
-    return module_launcher.start(pack.write(), env={"KINDGI_PACK_SERVICE_MAX_CONCURRENCY": "2"})
+    return pack.write()
+
+
+@pytest.fixture(scope="module")
+def service(module_launcher, tmp_path_factory):
+    return module_launcher.start(write_pack(tmp_path_factory.mktemp("deadlines")),
+                                 env={"KINDGI_PACK_SERVICE_MAX_CONCURRENCY": "8"})
+
+
+@pytest.fixture
+def capped(launcher, tmp_path):
+    """A service of its own with a cap of 2."""
+    return launcher.start(write_pack(tmp_path / "capped"), env={"KINDGI_PACK_SERVICE_MAX_CONCURRENCY": "2"})
 
 
 def timed_call(service, tool_id, input, timeout_ms=None, ctx=None):
@@ -196,15 +208,18 @@ def test_check_deadline(service):
 
 # -- the cap and late handlers ---------------------------------------------------------------
 
-def test_late_handlers_do_not_count_toward_the_cap(service):
-    for _ in range(2):  # cap is 2: both would still hold a slot if late handlers counted
-        resp, _ = timed_call(service, "nap", {"seconds": 1.5}, timeout_ms="150")
+def test_late_handlers_still_count_toward_the_cap(capped):
+    """A deadline answers the caller, but the handler still runs: it keeps its slot until it returns."""
+    for i in range(2):
+        resp, _ = timed_call(capped, "nap", {"seconds": 1.5}, timeout_ms="150",
+                             ctx={"tenantId": "t", "runId": "r", "requestId": "late-%d" % i})
         assert resp.json["code"] == "deadline-exceeded"
-    resp, _ = timed_call(service, "echo", {"after": "late"})
-    assert resp.status == 200, resp
+    resp, _ = timed_call(capped, "echo", {"during": "late"})
+    assert (resp.status, resp.json, resp.header("retry-after")) == (503, {"error": "overloaded"}, "1")
+    for i in range(2):
+        capped.wait_record("handler-finished-late", where=lambda r, i=i: r.get("requestId") == "late-%d" % i)
+    resp, _ = timed_call(capped, "echo", {"after": "late"})
     assert resp.json == {"v": 2, "kind": "result", "output": {"after": "late"}}
-    resp, _ = timed_call(service, "echo", {"again": True})
-    assert resp.status == 200, resp
 
 
 def test_async_handler_that_blocks_stalls_nothing_else(service, tmp_path):
@@ -284,21 +299,28 @@ def test_caller_hanging_up_cancels_the_call(service, tmp_path, tool_id, fired):
     assert record["message"].startswith("tool %s cancelled " % tool_id)
 
 
-def test_hang_up_is_recorded_without_waiting_for_a_sync_handler(service):
-    """``nap`` ignores its cancellation; the call is still settled when the caller leaves (cap is 2)."""
+def test_hang_up_is_recorded_without_waiting_for_a_sync_handler(capped):
+    """``nap`` ignores its cancellation: the call is settled when the caller leaves, and the
+    handler keeps its slot until it returns."""
     start = time.monotonic()
     for i in range(2):
-        message = {"v": 2, "kind": "invoke", "tool": {"id": "nap"}, "input": {"seconds": 2.5},
+        message = {"v": 2, "kind": "invoke", "tool": {"id": "nap"}, "input": {"seconds": 1.5},
                    "ctx": {"tenantId": "t", "runId": "r", "requestId": "nap-hangup-%d" % i}}
-        send_and_hang_up(service, message, lambda: time.sleep(0.2))
-        record = service.wait_record("call", where=lambda r: r.get("requestId") == "nap-hangup-%d" % i)
+        send_and_hang_up(capped, message, lambda: time.sleep(0.2))
+        record = capped.wait_record("call", where=lambda r: r.get("requestId") == "nap-hangup-%d" % i)
         assert record["outcome"] == "cancelled"
-    resp, _ = timed_call(service, "echo", {"after": "hang-ups"})
+    assert time.monotonic() - start < 1.4
+    resp, _ = timed_call(capped, "echo", {"during": "hang-ups"})
+    assert resp.json == {"error": "overloaded"}
+    for i in range(2):
+        capped.wait_record("handler-finished-late", where=lambda r, i=i: r.get("requestId") == "nap-hangup-%d" % i)
+    resp, _ = timed_call(capped, "echo", {"after": "hang-ups"})
     assert resp.json == {"v": 2, "kind": "result", "output": {"after": "hang-ups"}}
-    assert time.monotonic() - start < 2.0
 
 
-def test_hung_up_calls_free_their_slots(service, tmp_path):
+def test_hung_up_calls_free_their_slots(capped, tmp_path):
+    """A handler that returns when its cancellation fires gives its slot back at once."""
+    service = capped
     for i in range(3):  # more than the cap of 2
         name = "m%d" % i
         message = {"v": 2, "kind": "invoke", "tool": {"id": "wait-cancel"},

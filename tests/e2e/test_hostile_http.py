@@ -6,18 +6,12 @@ Every test talks raw bytes to the real service (tests/conftest.py starts it
 with PORT=0 on 127.0.0.1) and reads the answers back with the parser of
 tools/fuzz.py.  After every test the service must still answer /healthz and
 must not have logged a ``service-error`` (its own bug) record.
-
-Two tests wait for the service's socket timeout and stall sweep (about 12 s
-each); they run only on the interpreter running pytest, not again under every
-KINDGI_TEST_PYTHON that CI tries.
 """
 
 from __future__ import annotations
 
 import http.client
 import json
-import os
-import re
 import socket
 import struct
 import sys
@@ -26,21 +20,18 @@ import time
 
 import pytest
 
-from conftest import ROOT, SERVICE, TOKEN, PackWriter
+from conftest import ROOT, TOKEN, PackWriter
 
 sys.path.insert(0, str(ROOT / "tools"))
 import fuzz  # noqa: E402
 
-SOURCE = SERVICE.read_text()
 MAX_BODY = 10 * 1024 * 1024
-MAX_CONNECTIONS = int(re.search(r"^MAX_CONNECTIONS = (\d+)", SOURCE, re.M).group(1))
+TENANT = "3f2b8c1e-4a5d-4e6f-9a0b-1c2d3e4f5a6b"
 def short_id(value):
     """A readable test id for a parameter made of bytes."""
     return repr(value[:40])[2:-1] if isinstance(value, bytes) else None
 
 
-slow = pytest.mark.skipif(bool(os.environ.get("KINDGI_TEST_PYTHON")),
-                          reason="waits for the stall timeouts; runs on the main interpreter only")
 
 TOOLS = '''\
 import time
@@ -79,10 +70,12 @@ def service(module_launcher, tmp_path_factory):
 
 @pytest.fixture(scope="module")
 def strict_service(module_launcher, tmp_path_factory):
-    """A second service: concurrency cap 1 and pinned to tenant-1, for the 503 and 421 refusals."""
+    """A second service: concurrency cap 1, pinned to TENANT, for the 503 and 421 refusals;
+    heads and bodies must come within 2 s."""
     return module_launcher.start(write_pack(tmp_path_factory.mktemp("strict")),
                                  env={"KINDGI_PACK_SERVICE_MAX_CONCURRENCY": "1",
-                                      "KINDGI_PACK_TENANT_ID": "tenant-1"})
+                                      "KINDGI_PACK_TENANT_ID": TENANT,
+                                      "KINDGI_PACK_MIN_TEST": "head=2,body=2"})
 
 
 @pytest.fixture(autouse=True)
@@ -101,13 +94,13 @@ def still_serving(request):
 
 def message(tool_id="echo", input=None):
     return json.dumps({"v": 2, "kind": "invoke", "tool": {"id": tool_id}, "input": input or {"a": 1},
-                       "ctx": {"tenantId": "tenant-1", "runId": "run-1"}}).encode()
+                       "ctx": {"tenantId": TENANT, "runId": "run-1"}}).encode()
 
 
 def invoke(body=None, headers=(), token=TOKEN, **kw):
     """The bytes of a POST /v1/invoke with this suite's token and the tenant header."""
     return fuzz.invoke_request(message() if body is None else body,
-                               [("kindgi-tenant-id", "tenant-1")] + list(headers), token, **kw)
+                               [("kindgi-tenant-id", TENANT)] + list(headers), token, **kw)
 
 
 def bare_invoke_head():
@@ -418,38 +411,18 @@ def test_hundreds_of_idle_keepalive_connections(service):
             sock.close()
 
 
-def test_connections_over_the_cap_get_503(service):
-    """Past MAX_CONNECTIONS open sockets a new one gets 503 overloaded at once; closing them frees the room."""
-    socks = []
-    try:
-        for _ in range(MAX_CONNECTIONS + 20):
-            socks.append(fuzz.connect(service.port))
-        answers = []
-        for sock in socks[-20:]:
-            answers += fuzz.parse_answers(fuzz.read_answers(sock, want=1, idle=5)[0])[0]
-        assert len(answers) == 20, answers
-        for answer in answers:
-            assert answer.status == 503 and answer.header("retry-after") == "1" and answer.closes
-            assert answer.json() == {"error": "overloaded"}
-    finally:
-        for sock in socks:
-            sock.close()
-    time.sleep(0.5)
-    assert result_of(answer_to(service, invoke())) == {"a": 1}
-
-
-@slow
 def test_stalled_connections_are_closed_and_free_their_slot(strict_service):
-    """A body that stops coming, and heads trickled a byte a second, are closed within ~10 s.
+    """A body that stops coming, and heads trickled a byte a second, are closed once their
+    phase's limit passes (2 s for this service; 10 s and 30 s as shipped).
 
-    The stalled body held the only concurrency slot; once it is dropped, a call runs again.
+    The stalled body held the memory its length asked for; once it is dropped, a call runs again.
     """
     stalled = fuzz.connect(strict_service.port)
     body = message()
     stalled.sendall(invoke(body)[:-len(body) // 2])
     socks = [fuzz.connect(strict_service.port) for _ in range(50)]
     try:
-        closed = trickle(socks, 13)
+        closed = trickle(socks, 4)
         assert len(closed) == len(socks)
         assert fuzz.read_answers(stalled, idle=5)[1], "the stalled body's connection is still open"
     finally:

@@ -116,7 +116,7 @@ def test_every_record_has_the_shape(service):
 def test_pack_code_records_have_the_shape_too(service):
     service.call_tool("chatty", {}, ctx={"tenantId": "t", "runId": "run-chatty"})
     record = service.wait_record(None, where=lambda r: r.get("message") == "pack code says hello")
-    assert list(record) == FIXED + ["tenantId", "runId", "toolId", "zeta", "alpha"]
+    assert list(record) == FIXED + ["tenantId", "runId", "toolId", "zeta", "alpha", "packId", "artifactVersion"]
     assert (record["level"], record["tenantId"], record["runId"], record["toolId"]) == (
         "info", "t", "run-chatty", "chatty")
     assert record["subsystem"].startswith("pack")

@@ -1,11 +1,14 @@
-"""End-to-end: tenant pinning, protocol 2.7.0 (SPEC-NOTES §18, §1).
+"""End-to-end: tenant pinning, protocol 2.7.0.
 
-``KINDGI_PACK_TENANT_ID`` pins the service: ``/v1/invoke`` and ``/v1/info``
-without a matching ``kindgi-tenant-id`` header, and tool calls whose
-``ctx.tenantId`` names another tenant, get 421 ``{"code":"pack-tenant-mismatch"}``
-and run nothing.  The check sits after 404/405/401 and before every 503, 415
-and 413; the ctx check sits after the envelope is parsed.  Probes are exempt,
-and an unpinned service ignores the header.
+``KINDGI_PACK_TENANT_ID`` pins the service to a tenant's id, a UUID (anything
+else, and the id no tenant has, is ``config-invalid``).  ``/v1/invoke`` and
+``/v1/info`` without a matching ``kindgi-tenant-id`` header, and tool calls
+whose ``ctx.tenantId`` names another tenant, get 421
+``{"error":"This pack service serves another tenant","code":"pack-tenant-mismatch"}``,
+run nothing, and leave one ``tenant-mismatch`` record saying ``via`` which.
+UUIDs compare in any case.  The check sits after 404/405/401 and before every
+503, 415 and 413; the ctx check sits after the envelope is parsed.  Probes
+are exempt, and an unpinned service ignores the header.
 """
 
 import errno
@@ -18,8 +21,9 @@ import pytest
 
 from conftest import TOKEN, PackWriter
 
-TENANT = "tenant-a"
-MISMATCH = b'{"code":"pack-tenant-mismatch"}'
+TENANT = "3f2b8c1e-4a5d-4e6f-9a0b-1c2d3e4f5a6b"
+OTHER = "9e1d2c3b-4a5f-4e6d-8c7b-6a5f4e3d2c1b"
+MISMATCH = b'{"error":"This pack service serves another tenant","code":"pack-tenant-mismatch"}'
 PINNED = {"kindgi-tenant-id": TENANT}
 
 PACK_CODE = '''
@@ -55,7 +59,7 @@ def pack(tmp_path_factory):
 
 @pytest.fixture(scope="module")
 def pinned(module_launcher, pack):
-    """Pinned to tenant-a, one call at a time (for the overload ordering)."""
+    """Pinned to TENANT, one call at a time (for the overload ordering)."""
     return module_launcher.start(pack.write(), env={"KINDGI_PACK_TENANT_ID": TENANT,
                                                     "KINDGI_PACK_SERVICE_MAX_CONCURRENCY": "1"})
 
@@ -84,9 +88,10 @@ def mark_call(service, path, tenant_id=TENANT, headers=PINNED, run_id="run-1", *
 
 # -- the header -----------------------------------------------------------------
 
-WRONG_HEADERS = [{}, {"kindgi-tenant-id": "tenant-b"}, {"kindgi-tenant-id": "Tenant-A"},
-                 {"kindgi-tenant-id": "tenant-a-2"}, {"kindgi-tenant-id": ""}]
-WRONG_IDS = ["none", "other", "case", "longer", "empty"]
+WRONG_HEADERS = [{}, {"kindgi-tenant-id": OTHER}, {"kindgi-tenant-id": TENANT + "0"},
+                 {"kindgi-tenant-id": TENANT.replace("-", "")}, {"kindgi-tenant-id": ""},
+                 {"kindgi-tenant-id": "%s, %s" % (TENANT, TENANT)}]
+WRONG_IDS = ["none", "other", "longer", "no-dashes", "empty", "twice"]
 
 
 @pytest.mark.parametrize("headers", WRONG_HEADERS, ids=WRONG_IDS)
@@ -110,6 +115,33 @@ def test_matching_header_and_ctx_run(pinned, tmp_path):
     assert pinned.request("GET", "/v1/info", headers=PINNED).status == 200
 
 
+@pytest.mark.parametrize("written", [TENANT.upper(), TENANT[:8].upper() + TENANT[8:]], ids=["upper", "mixed"])
+def test_header_and_ctx_in_any_case_run_and_the_handler_gets_ctx_as_sent(pinned, tmp_path, written):
+    marker = tmp_path / "ran"
+    response = mark_call(pinned, marker, tenant_id=written, headers={"kindgi-tenant-id": written})
+    assert response.status == 200, response
+    assert response.json["output"] == {"tenant": written}
+    assert marker.exists()
+    assert pinned.request("GET", "/v1/info", headers={"kindgi-tenant-id": written}).status == 200
+
+
+def test_each_refusal_writes_one_record_saying_how(pinned, tmp_path):
+    before = len(pinned.records_of("tenant-mismatch"))
+    mark_call(pinned, tmp_path / "x", headers={"kindgi-tenant-id": OTHER})
+    mark_call(pinned, tmp_path / "y", tenant_id=OTHER)
+    pinned.request("GET", "/v1/info", headers={})
+    deadline = time.monotonic() + 10
+    while len(pinned.records_of("tenant-mismatch")) < before + 3 and time.monotonic() < deadline:
+        time.sleep(0.02)
+    records = pinned.records_of("tenant-mismatch")[before:]
+    assert [(r["via"], r["path"]) for r in records] == [("header", "/v1/invoke"), ("context", "/v1/invoke"),
+                                                        ("header", "/v1/info")]
+    for record in records:
+        assert (record["level"], record["message"], record["event"]) == (
+            "warn", "A call for another tenant was refused", "tenant-mismatch")
+        assert (record["packId"], record["artifactVersion"]) == ("test-pack", "art-1")
+
+
 def test_header_is_matched_after_trimming_whitespace(pinned):
     head = ("GET /v1/info HTTP/1.1\r\nhost: x\r\nkindgi-pack-token: %s\r\n"
             "kindgi-tenant-id: \t %s \t\r\nconnection: close\r\n\r\n") % (TOKEN, TENANT)
@@ -118,7 +150,7 @@ def test_header_is_matched_after_trimming_whitespace(pinned):
 
 def test_no_call_record_for_a_421(pinned, tmp_path):
     mark_call(pinned, tmp_path / "x", headers={}, run_id="run-421-header")
-    mark_call(pinned, tmp_path / "y", tenant_id="tenant-b", run_id="run-421-ctx")
+    mark_call(pinned, tmp_path / "y", tenant_id=OTHER, run_id="run-421-ctx")
     mark_call(pinned, tmp_path / "z", run_id="run-421-control")
     pinned.wait_record("call", where=lambda r: r.get("runId") == "run-421-control")
     assert [r for r in pinned.records_of("call") if r.get("runId") in ("run-421-header", "run-421-ctx")] == []
@@ -128,15 +160,15 @@ def test_no_call_record_for_a_421(pinned, tmp_path):
 
 def test_tool_call_for_another_tenant_is_421_and_runs_nothing(pinned, tmp_path):
     marker = tmp_path / "ran"
-    assert_mismatch(mark_call(pinned, marker, tenant_id="tenant-b"))
-    assert_mismatch(mark_call(pinned, marker, tenant_id=" tenant-a"))
+    assert_mismatch(mark_call(pinned, marker, tenant_id=OTHER))
+    assert_mismatch(mark_call(pinned, marker, tenant_id=" " + TENANT))
     assert not marker.exists()
     # The service allows one call at a time: a slot kept by a refused call would make this 503.
     assert mark_call(pinned, marker).status == 200
 
 
 def test_malformed_messages_still_get_their_200_error(pinned):
-    bad_ctx = {"v": 2, "kind": "invoke", "tool": {"id": "mark"}, "input": {}, "ctx": {"tenantId": "tenant-b"}}
+    bad_ctx = {"v": 2, "kind": "invoke", "tool": {"id": "mark"}, "input": {}, "ctx": {"tenantId": OTHER}}
     response = pinned.invoke(bad_ctx, headers=PINNED)
     assert response.status == 200, response
     assert response.json == {"v": 2, "kind": "error", "code": "malformed-message",
@@ -148,13 +180,13 @@ def test_malformed_messages_still_get_their_200_error(pinned):
 
 def test_check_invokes_are_checked_by_header_only(pinned, tmp_path):
     marker = tmp_path / "ran"
-    other_trace = {"runId": "run-1", "tenantId": "tenant-b"}
+    other_trace = {"runId": "run-1", "tenantId": OTHER}
     response = pinned.call_check("g", {"path": str(marker)}, trace=other_trace, headers=PINNED)
     assert response.status == 200, response
     assert response.json == {"v": 2, "kind": "check-result", "result": {"passed": True}}
     assert marker.exists()
     marker.unlink()
-    assert_mismatch(pinned.call_check("g", {"path": str(marker)}, headers={"kindgi-tenant-id": "tenant-b"}))
+    assert_mismatch(pinned.call_check("g", {"path": str(marker)}, headers={"kindgi-tenant-id": OTHER}))
     assert not marker.exists()
 
 
@@ -174,14 +206,14 @@ def test_404_405_401_come_before_421(pinned):
 
 
 def test_421_comes_before_415(pinned):
-    response = pinned.invoke("{}", headers={"content-type": "text/plain", "kindgi-tenant-id": "tenant-b"})
+    response = pinned.invoke("{}", headers={"content-type": "text/plain", "kindgi-tenant-id": OTHER})
     assert_mismatch(response)
     assert pinned.invoke("{}", headers=dict(PINNED, **{"content-type": "text/plain"})).status == 415
 
 
 def test_421_comes_before_413(pinned):
-    head = ("POST /v1/invoke HTTP/1.1\r\nhost: x\r\nkindgi-pack-token: %s\r\nkindgi-tenant-id: tenant-b\r\n"
-            "content-type: application/json\r\ncontent-length: %d\r\n\r\n") % (TOKEN, 10485761)
+    head = ("POST /v1/invoke HTTP/1.1\r\nhost: x\r\nkindgi-pack-token: %s\r\nkindgi-tenant-id: %s\r\n"
+            "content-type: application/json\r\ncontent-length: %d\r\n\r\n") % (TOKEN, OTHER, 10485761)
     answer = pinned.raw(head.encode(), timeout=5)
     assert answer.startswith(b"HTTP/1.1 421 "), answer[:200]
     assert answer.endswith(MISMATCH)
@@ -231,7 +263,7 @@ def test_421_comes_before_not_ready(pinned_not_ready, tmp_path):
 def test_unpinned_service_ignores_the_header(launcher, pack, tmp_path):
     service = launcher.start(pack.write())
     marker = tmp_path / "ran"
-    response = mark_call(service, marker, tenant_id="tenant-b", headers={"kindgi-tenant-id": "tenant-c"})
+    response = mark_call(service, marker, tenant_id="tenant-b", headers={"kindgi-tenant-id": "not-a-uuid"})
     assert response.status == 200, response
     assert marker.exists()
     assert service.request("GET", "/v1/info").status == 200
@@ -243,20 +275,44 @@ def test_blank_pinned_value_means_unpinned(launcher, pack):
     assert service.request("GET", "/v1/info").status == 200
 
 
-def test_pinned_value_is_trimmed(launcher, pack):
-    service = launcher.start(pack.write(), env={"KINDGI_PACK_TENANT_ID": "  %s\t" % TENANT})
+def test_pinned_value_is_trimmed_and_read_in_any_case(launcher, pack):
+    service = launcher.start(pack.write(), env={"KINDGI_PACK_TENANT_ID": "  %s\t" % TENANT.upper()})
     assert service.request("GET", "/v1/info", headers=PINNED).status == 200
     assert_mismatch(service.request("GET", "/v1/info"))
 
 
-@pytest.mark.parametrize("value", ["tenant a", "tenant\x7fa"])
-def test_pinned_value_with_spaces_or_controls_is_config_invalid(launcher, pack, value):
+NOT_A_UUID = ("KINDGI_PACK_TENANT_ID must be the tenant's id, a UUID such as "
+              "3f2b8c1e-4a5d-4e6f-9a0b-1c2d3e4f5a6b. Got a value that isn't one.")
+NO_TENANT = ("KINDGI_PACK_TENANT_ID is 00000000-0000-4000-8000-000000000000, the id no tenant has: "
+             "no pack call carries it. Set the tenant's own id.")
+
+
+@pytest.mark.parametrize("value, problem", [
+    ("acme", NOT_A_UUID),
+    ("t-pinned", NOT_A_UUID),
+    (TENANT.replace("-", ""), NOT_A_UUID),
+    ("{%s}" % TENANT, NOT_A_UUID),
+    (TENANT + "0", NOT_A_UUID),
+    ("tenant a", NOT_A_UUID),
+    ("tenant\x7fa", NOT_A_UUID),
+    ("00000000-0000-4000-8000-000000000000", NO_TENANT),
+    (" 00000000-0000-4000-8000-000000000000 ", NO_TENANT),
+], ids=["word", "t-pinned", "no-dashes", "braces", "longer", "space", "control", "no-tenant", "no-tenant-spaced"])
+def test_a_pin_that_is_not_a_tenants_id_is_config_invalid(launcher, pack, value, problem):
     code, service = launcher.run(["--index", pack.write()], env={"KINDGI_PACK_TENANT_ID": value})
     assert code == 1
     record = service.wait_record("config-invalid")
     assert record["message"] == "The pack service configuration is invalid"
-    assert any("KINDGI_PACK_TENANT_ID" in p for p in record["problems"]), record
+    assert record["problems"] == [problem]
     assert service.records_of("listening") == []
+
+
+def test_a_bad_pin_is_listed_with_every_other_problem(launcher, pack):
+    code, service = launcher.run(["--index", pack.write()], env={"KINDGI_PACK_TENANT_ID": "acme", "PORT": "x"},
+                                 token=" ")
+    assert code == 1
+    assert service.wait_record("config-invalid")["problems"] == [
+        "KINDGI_PACK_SERVICE_TOKEN is required", 'PORT must be a port number, got "x"', NOT_A_UUID]
 
 
 # -- indexHash ------------------------------------------------------------------

@@ -4,22 +4,27 @@ A probe tool looks everywhere pack code can look for its environment:
 ``os.environ``, ``/proc/self/environ``, ``/proc/self/cmdline``, the
 environment of a child process it starts (``env``), and every pipe it holds
 open.  The token must be in none of them, and under the env filter
-(SPEC-NOTES §16, default on) neither may any variable the pack doesn't
-declare, while declared names, the ``KINDGI_``/``LC_``/``PYTHON``/...
-prefixes and the 58 platform names are kept.  The records never carry the
-token, not even when pack code logs or prints it.  The same holds on the
+(default on) neither may any variable the pack doesn't declare, while
+declared names, the ``KINDGI_``/``LC_``/``PYTHON``/... prefixes and the 58
+platform names are kept.  A hostile tool searches every object the collector
+knows, every thread's frames and its own ``ctx`` for the token and a dropped
+value, and finds neither: the service keeps only the token's digest.  Records
+never carry the token as a value, not even when pack code logs it, and a
+short token never alters the service's own text.  The same holds on the
 fallback path, where the service re-executes itself (it can't write its own
-memory) and hands the token over a pipe.
+memory) and hands the token's digest over a pipe.
 """
 
 import json
 import os
+import re
+import secrets
 
 import pytest
 
 from conftest import TOKEN, PackWriter, service_env
 
-# SPEC-NOTES §16, written out again here so that the test checks the service's copy.
+# The env filter's platform names, written out again here so that the test checks the service's copy.
 PLATFORM_NAMES = """
 PATH HOME HOSTNAME USER LANG LANGUAGE TZ TMPDIR TMP TEMP PWD SHLVL _ __CF_USER_TEXT_ENCODING
 NODE_ENV NODE_VERSION YARN_VERSION NODE_OPTIONS NODE_EXTRA_CA_CERTS JAVA_HOME JAVA_VERSION
@@ -86,10 +91,47 @@ def probe(input, ctx):
 def leak(input, ctx):
     """Logs and prints the value it is given."""
     secret = input["value"]
-    ctx.log.info("pack code logs " + secret, token=secret, plain=secret, nested={"inner": secret})
+    ctx.log.info("pack code logs a value", token=secret, plain=secret, nested={"inner": secret})
     ctx.log.warn(secret, fields={"apiKey": secret, "list": [secret]})
     print("pack code prints " + secret)
     return {"ok": True}
+
+@tool(id="search", version="1.0.0", input={"type": "object"}, output={"type": "object"})
+def search(input, ctx):
+    """Looks for each needle (sent reversed, so that the request holds none) everywhere it can."""
+    import gc, sys
+    needles = [text[::-1] for text in input["reversed"]]
+    raws = [needle.encode() for needle in needles]
+    mine = set(map(id, needles + raws))
+    wanted = list(zip(needles, raws))
+    found = []
+
+    def look(value, where, depth=0):
+        if isinstance(value, (str, bytes)):
+            if id(value) not in mine:
+                for text, raw in wanted:
+                    if (text if isinstance(value, str) else raw) in value:
+                        found.append("%s: %s" % (where, type(value).__name__))
+        elif depth < 4 and isinstance(value, (dict, tuple, list, set, frozenset)) and not gc.is_tracked(value):
+            # The collector doesn't list containers of strings alone: look inside them here.
+            for item in (list(value) + list(value.values()) if isinstance(value, dict) else list(value)):
+                look(item, where, depth + 1)
+
+    for obj in gc.get_objects():
+        for ref in gc.get_referents(obj):
+            look(ref, type(obj).__name__)
+    here = sys._getframe()
+    for thread_id, frame in sys._current_frames().items():
+        while frame is not None:
+            if frame is not here:
+                for name, value in list(frame.f_locals.items()):
+                    look(value, "frame %s local %s" % (frame.f_code.co_name, name))
+            frame = frame.f_back
+    for name in ("tenant_id", "run_id", "env", "secrets", "config", "settings", "cancellation", "log"):
+        value = getattr(ctx, name)
+        for ref in [value] + list(vars(value).values() if hasattr(value, "__dict__") else []):
+            look(ref, "ctx." + name)
+    return {"found": sorted(set(found)), "objects": len(gc.get_objects())}
 '''
 
 
@@ -119,6 +161,7 @@ def pack_index(tmp_path_factory):
     pack.module("tools/probe.py", PROBE)
     pack.tool("probe", "tools/probe.py", version="1.0.0")
     pack.tool("leak", "tools/probe.py", version="1.0.0")
+    pack.tool("search", "tools/probe.py", version="1.0.0")
     pack.env = {"required": ["DECLARED_REQUIRED"], "optional": ["DECLARED_OPTIONAL"]}
     return pack.write()
 
@@ -160,15 +203,37 @@ def test_token_still_works_on_the_wire(filtered):
 
 
 def test_no_record_carries_the_token_even_when_pack_code_logs_it(filtered):
-    response = filtered.call_tool("leak", {"value": TOKEN})
+    """A caller that has the token sends it; pack code logs it as a message, a field, in a list:
+    every value that is the token is written ``[redacted]``, and so is any secret-looking key."""
+    response = filtered.call_tool("leak", {"value": TOKEN}, ctx={"tenantId": "t", "runId": TOKEN,
+                                                                 "requestId": "leak-1"})
     assert response.status == 200, response
     assert TOKEN not in response.body.decode()
-    logged = filtered.wait_record("call", where=lambda r: r.get("toolId") == "leak")
-    assert logged["outcome"] == "ok"
-    logged_by_pack = [r for r in filtered.records if "token" in r or "apiKey" in r]
-    assert [r.get("token") for r in logged_by_pack if "token" in r] == ["[redacted]"]
-    assert [r.get("apiKey") for r in logged_by_pack if "apiKey" in r] == ["[redacted]"]
+    logged = filtered.wait_record("call", where=lambda r: r.get("requestId") == "leak-1")
+    assert (logged["outcome"], logged["runId"]) == ("ok", "[redacted]")
+    info = filtered.wait_record(None, where=lambda r: r.get("message") == "pack code logs a value")
+    assert (info["token"], info["plain"], info["nested"]) == ("[redacted]", "[redacted]", {"inner": "[redacted]"})
+    warn = filtered.wait_record(None, where=lambda r: r.get("apiKey") is not None)
+    assert (warn["message"], warn["apiKey"], warn["list"]) == ("[redacted]", "[redacted]", ["[redacted]"])
     assert [line for line in filtered.raw_stderr if TOKEN in line] == []
+
+
+@pytest.mark.parametrize("which", ["filtered", "unfiltered", "reexecuted"])
+def test_no_object_pack_code_can_reach_holds_the_token_or_a_dropped_value(request, which):
+    """The collector's objects and their contents, every thread's frames, the objects on ctx."""
+    service = request.getfixturevalue(which)
+    needles = [TOKEN] + ([] if which == "unfiltered" else list(EXTRA_DROPPED.values()))
+    response = service.call_tool("search", {"reversed": [needle[::-1] for needle in needles]})
+    assert response.status == 200, response
+    output = response.json["output"]
+    assert output["objects"] > 1000, "the search saw too little to mean anything"
+    assert output["found"] == []
+
+
+def test_the_search_finds_what_the_service_holds(filtered):
+    """The hostile tool's search works: it finds values that are in the process."""
+    response = filtered.call_tool("search", {"reversed": ["platform-k_service"[::-1], "KINDGI_PACK"[::-1]]})
+    assert response.json["output"]["found"] != []
 
 
 def test_token_is_trimmed(launcher, pack_index):
@@ -176,14 +241,60 @@ def test_token_is_trimmed(launcher, pack_index):
     assert service.request("GET", "/v1/info").status == 200
 
 
-@pytest.mark.parametrize("token", ["1", "kind", "test"])
-def test_a_short_token_does_not_break_the_records(launcher, pack_index, token):
-    """The token is cut out of string values only: keys, numbers and JSON syntax stay intact."""
-    service = launcher.start(pack_index, token=token, env={"DECLARED_REQUIRED": "r"})
-    assert service.call_tool("probe", {}, token=token).status == 200
-    record = service.wait_record("call")
-    assert (record["toolId"], record["packId"]) == ("probe", "test-pack".replace(token, "[redacted]"))
+# -- short tokens never alter the service's own text ---------------------------
+
+@pytest.mark.parametrize("token", ["x", "e"])
+def test_a_missing_module_is_named_whatever_the_token(launcher, tmp_path, token):
+    pack = PackWriter(tmp_path)
+    pack.tool("gone", "tools/does-not-exist.py")
+    code, service = launcher.run(["--index", pack.write()], token=token)
+    assert code == 1
+    assert service.wait_record("boot-failed")["problems"] == ["Missing module: tools/does-not-exist.py"]
+
+
+@pytest.mark.parametrize("token", ["x", "e"])
+def test_an_unreadable_index_is_named_whatever_the_token(launcher, tmp_path, token):
+    code, service = launcher.run(["--index", tmp_path / "no-index.json"], token=token)
+    assert code == 1
+    problems = service.wait_record("boot-failed")["problems"]
+    assert problems == ["Cannot read the pack index: [Errno 2] No such file or directory: '%s'"
+                        % (tmp_path / "no-index.json")]
+
+
+def one_life(launcher, pack_index, token):
+    """Boot, a call, a check-less invoke error, a drain and a stop under ``token``: every record."""
+    service = launcher.start(pack_index, token=token, env={"DECLARED_REQUIRED": "r", "UNDECLARED_X": "v"})
+    assert service.call_tool("leak", {"value": "a value"}, token=token,
+                             ctx={"tenantId": "t", "runId": "r", "requestId": "q"}).status == 200
+    assert service.call_tool("nothing", {}, token=token, ctx={"tenantId": "t", "runId": "r"}).status == 200
+    service.wait_record("call", where=lambda r: r.get("toolId") == "nothing")
+    service.signal()
+    assert service.wait_exit(15) == 0
     assert len(service.records) == len(service.raw_stderr), "a line is not a JSON record"
+    return service.records
+
+
+def normalised(records):
+    """Records without what differs from run to run: times, the port, durations."""
+    out = []
+    for record in records:
+        record = dict(record)
+        record.pop("time")
+        for key in ("port", "durationMs"):
+            if key in record:
+                record[key] = 0
+        record["message"] = re.sub(r"\d+", "N", record["message"])
+        out.append(record)
+    return out
+
+
+@pytest.mark.parametrize("token", ["e", "x", "a", ":", "true", "listening", "kind"])
+def test_a_short_token_alters_no_record(launcher, pack_index, token):
+    """Every record, field by field, is the same as under a long random token."""
+    short = normalised(one_life(launcher, pack_index, token))
+    long = normalised(one_life(launcher, pack_index, secrets.token_hex(32)))
+    assert [r["kind"] for r in short if "kind" in r][:1] == ["env-dropped"]
+    assert short == long
 
 
 @pytest.mark.parametrize("token, problem", [
@@ -326,9 +437,18 @@ def without_memory_writes_at_first_start(folder, slow_restart=False):
     return env
 
 
-def test_without_memory_writes_the_service_re_executes_and_still_hides_everything(launcher, pack_index, tmp_path):
+@pytest.fixture(scope="module")
+def reexecuted(module_launcher, pack_index, tmp_path_factory):
+    """A filtered service that had to re-execute itself to hide the token."""
+    site = tmp_path_factory.mktemp("reexec") / "site"
+    service = module_launcher.start(pack_index, env=dict(input_environment(), **without_memory_writes_at_first_start(site)))
+    service.site = site
+    return service
+
+
+def test_without_memory_writes_the_service_re_executes_and_still_hides_everything(reexecuted, pack_index):
+    service, tmp_path = reexecuted, reexecuted.site.parent
     env = dict(input_environment(), **without_memory_writes_at_first_start(tmp_path / "site"))
-    service = launcher.start(pack_index, env=env)
     starts = (tmp_path / "site" / "starts").read_text().split()
     assert starts == [str(service.proc.pid)] * 2, "the service did not re-execute itself"
     output = probe(service)
