@@ -130,7 +130,14 @@ except ImportError:
     except ImportError:                # a build without the built-in hashes
         from hashlib import sha256
 
-import schema_lite  # noqa: E402
+try:
+    import schema_lite
+except ModuleNotFoundError as exc:   # schema_lite itself; an ImportError from inside it is shown as it is
+    if exc.name != "schema_lite" or __name__ != "__main__":
+        raise
+    sys.exit("kindgi_pack_min.py: module schema_lite not found: put schema_lite.py beside this file "
+             "and run it without -I or -P (they leave this file's folder off sys.path), or copy one "
+             "file alone: `python3 tools/build.py` writes dist/kindgi_pack_min.py and dist/kindgi_pack_min.pyz")
 
 __all__ = [
     "main",
