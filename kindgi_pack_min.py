@@ -105,7 +105,7 @@ try:   # the C function hmac.compare_digest wraps; hmac itself loads OpenSSL
 except ImportError:
     from hmac import compare_digest
 
-try:   # the built-in SHA-256: hashlib's would load OpenSSL (3.7 MB)
+try:   # the built-in SHA-256: hashlib would set up all of OpenSSL's digests for one
     from _sha2 import sha256           # Python 3.12+
 except ImportError:
     try:
@@ -121,7 +121,14 @@ except ImportError:                    # Python 3.6
     class ThreadingHTTPServer(socketserver.ThreadingMixIn, HTTPServer):
         daemon_threads = True
 
-import schema_lite  # noqa: E402
+try:
+    import schema_lite
+except ModuleNotFoundError as exc:   # schema_lite itself; an ImportError from inside it is shown as it is
+    if exc.name != "schema_lite" or __name__ != "__main__":
+        raise
+    sys.exit("kindgi_pack_min.py: module schema_lite not found: put schema_lite.py beside this file "
+             "and run it without -I or -P (they leave this file's folder off sys.path), or copy one "
+             "file alone: `python3 tools/build.py` writes dist/kindgi_pack_min.py and dist/kindgi_pack_min.pyz")
 
 __all__ = [
     "main",

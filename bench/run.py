@@ -461,11 +461,12 @@ def measure_boot(targets, runs, workdir):
 def as_archive(target, workdir):
     """`ours` started from kindgi_pack_min.pyz, as deploy/Dockerfile runs it: boot and idle figures only.
 
-    A script is compiled at every start; the archive (tools/build_pyz.py)
+    A script is compiled at every start; the archive (tools/build.py)
     carries the bytecode, so this shows what that compile costs.
     """
-    archive = os.path.join(workdir, "kindgi_pack_min.pyz")
-    subprocess.run([target.argv[0], os.path.join(REPO, "tools", "build_pyz.py"), "--output", archive],
+    dist = os.path.join(workdir, "dist")
+    archive = os.path.join(dist, "kindgi_pack_min.pyz")
+    subprocess.run([target.argv[0], os.path.join(REPO, "tools", "build.py"), "--dist", dist],
                    check=True, timeout=120, stdout=subprocess.DEVNULL)
     return Target("ours-pyz", [target.argv[0], archive] + target.argv[2:], target.env)
 

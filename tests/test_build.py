@@ -1,0 +1,46 @@
+"""tools/build.py in process: the string literals of the standalone script, and its guard.
+
+The built files themselves are proved end to end in tests/e2e/test_one_file.py.
+"""
+
+import ast
+import importlib.util
+import os
+
+import pytest
+
+ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+
+
+def load_build():
+    spec = importlib.util.spec_from_file_location("kindgi_build", os.path.join(ROOT, "tools", "build.py"))
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module
+
+
+build = load_build()
+
+
+@pytest.mark.parametrize("text", [
+    "", "plain\n", "'", "''", "'''", "''''''", "a'", "a''\n", "'''x'''", '"""', '"', 'x"', "\\", "x\\",
+    "\\'''", "\\\\'", "\\n is not a newline", "r'\\d+'\n", "\r\n", "\r", "line\r\nnext\n", "\x0c\t\v",
+    "caf\u00e9 \u2028 \U0001f600", "\\N{BULLET}", "{}%s%(x)s",
+])
+def test_string_literal_holds_the_text_as_it_is(text):
+    literal = build.string_literal(text)
+    assert ast.literal_eval(literal) == text
+    compile("x = " + literal, "<literal>", "exec")
+
+
+def test_string_literal_starts_the_text_on_the_next_line_and_keeps_its_lines():
+    text = "first\nsecond 'quoted'\nthird\n"
+    literal = build.string_literal(text)
+    assert literal.split("\n") == ["'''\\", "first", "second 'quoted'", "third", "'''"]
+
+
+def test_build_refuses_to_write_over_the_sources(capsys):
+    with pytest.raises(SystemExit) as raised:
+        build.main(["--dist", ROOT])
+    assert raised.value.code == 2
+    assert "would replace kindgi_pack_min.py" in capsys.readouterr().err
