@@ -1298,6 +1298,9 @@ class SocketWriter:
         pass
 
 
+RESET_ON_CLOSE = array("i", (1, 0)).tobytes()   # struct linger: on, 0 s
+
+
 def socket_timeval(seconds):
     """``seconds`` as the C ``struct timeval`` SO_RCVTIMEO and SO_SNDTIMEO take."""
     return array("l", (int(seconds), int(seconds % 1 * 1000000))).tobytes()
@@ -1495,11 +1498,13 @@ class PackRequestHandler(BaseHTTPRequestHandler):
     body_unread = False
     held = 0                 # bytes of the service's memory budget this request holds
     event_loop = None        # for this connection's async pack code, made when first needed
+    evicted = False          # shut to make room for a probe
 
     # -- the connection -----------------------------------------------------
 
     def setup(self):
         self.connection = sock = self.request
+        self.accepted_at = time.monotonic()
         self.service = self.server.service
         self.limits = self.service.limits
         try:
@@ -2492,6 +2497,7 @@ class PackHTTPServer(ThreadingHTTPServer):
         self.probe_connections = probe_connections
         self.handlers = set()
         self.open_connections = 0
+        self.open_probes = 0
         self.count_lock = threading.Lock()
         self.accept_pause = 0.0
         self.next_accept_record = 0.0
@@ -2527,17 +2533,23 @@ class PackHTTPServer(ThreadingHTTPServer):
         time.sleep(self.accept_pause)
 
     def process_request(self, request, client_address):
-        """Serve the connection on a thread of its own: fully under the cap, probes only
-        just over it, and beyond that a 503 at once."""
+        """Serve the connection on a thread of its own, or refuse it at once.
+
+        Under the cap it is served fully.  Over it, it may only ask the
+        probes: a few connections are kept for that, and when those are
+        taken too, the one that has waited longest for its request makes
+        room (a probe asks as soon as it connects, a flood's connection
+        doesn't).  Only when none can make room is the answer a 503 at once.
+        """
         with self.count_lock:
             if self.open_connections < self.max_connections:
                 handler_class = PackRequestHandler
-            elif self.open_connections < self.max_connections + self.probe_connections:
+                self.open_connections += 1
+            elif self.open_probes < self.probe_connections or self.make_room_for_a_probe():
                 handler_class = ProbeRequestHandler
+                self.open_probes += 1
             else:
                 handler_class = None
-            if handler_class is not None:
-                self.open_connections += 1
         if handler_class is None:
             try:
                 request.sendall(CONNECTIONS_FULL)
@@ -2548,8 +2560,23 @@ class PackHTTPServer(ThreadingHTTPServer):
             threading.Thread(target=self.serve_connection, args=(request, client_address, handler_class),
                              daemon=True).start()
         except BaseException:
-            self.connection_ended(request)
+            self.connection_ended(request, handler_class)
             raise
+
+    def make_room_for_a_probe(self):
+        """Shut the probes-only connection that has waited longest without a request; the caller
+        holds ``count_lock``.  True when there was one."""
+        waiting = [h for h in list(self.handlers)
+                   if h.probes_only and not h.evicted and h.phase in ("idle", "head")]
+        if not waiting:
+            return False
+        oldest = min(waiting, key=lambda handler: handler.accepted_at)
+        oldest.evicted = True
+        try:
+            oldest.connection.shutdown(socket.SHUT_RDWR)
+        except OSError:
+            pass
+        return True
 
     def serve_connection(self, request, client_address, handler_class):
         try:
@@ -2557,13 +2584,16 @@ class PackHTTPServer(ThreadingHTTPServer):
         except Exception:
             self.handle_error(request, client_address)
         finally:
-            self.connection_ended(request)
+            self.connection_ended(request, handler_class)
 
-    def connection_ended(self, request):
+    def connection_ended(self, request, handler_class):
         """Close the connection's socket, and count it out."""
         self.shutdown_request(request)
         with self.count_lock:
-            self.open_connections -= 1
+            if handler_class.probes_only:
+                self.open_probes -= 1
+            else:
+                self.open_connections -= 1
 
     def set_silence(self, sock, seconds):
         """Let the kernel end a read or write that makes no progress for ``seconds``.
@@ -2585,10 +2615,16 @@ class PackHTTPServer(ThreadingHTTPServer):
                                            "using Python's" % exc, event="socket-timeouts")
 
     def sweep_connections(self, now):
-        """Shut connections that overstayed a head, a body or an answer."""
+        """Shut connections that overstayed a head, a body or an answer.
+
+        An answer is dropped with what the kernel still buffers of it (a
+        reset, not a close): a reader too slow for it must not keep it.
+        """
         for handler in list(self.handlers):
             if handler.phase not in ("idle", "busy") and now > handler.phase_deadline:
                 try:
+                    if handler.phase == "write":
+                        handler.connection.setsockopt(socket.SOL_SOCKET, socket.SO_LINGER, RESET_ON_CLOSE)
                     handler.connection.shutdown(socket.SHUT_RDWR)
                 except OSError:
                     pass

@@ -1,0 +1,426 @@
+"""End-to-end: every connection's socket is closed when the connection ends, and the limits on
+connections hold.
+
+The service runs with the cyclic garbage collector off (``KINDGI_PACK_MIN_TEST=gc=off``), so a
+socket, pipe or event loop that waits to be collected stays open for good and the count of
+``/proc/PID/fd`` shows it.  Each path a connection can end by is taken many times: a normal close,
+the keep-alive silence limit, an early answer over an unread body, 503 at the concurrency cap and
+at the connection cap, a client reset, a head or body that takes too long, a service failure, the
+drain.  Within 2 s of the last connection ending, the count is back to the idle count.
+
+Then the limits: an answer nobody reads is dropped once the write limit passes; a connection that
+never shows the token is closed sooner than one that did; while one client holds every connection
+slot the probes are still answered; with too few file descriptors the service backs off instead
+of spinning, says so, and recovers.  Limits are shortened for the test (``KINDGI_PACK_MIN_TEST``).
+"""
+
+import json
+import os
+import resource
+import socket
+import struct
+import sys
+import threading
+import time
+
+import pytest
+
+from conftest import ROOT, TOKEN, PackWriter
+
+sys.path.insert(0, str(ROOT / "tools"))
+import fuzz  # noqa: E402
+
+TOOLS = '''\
+import asyncio, time
+from kindgi import tool
+
+
+@tool(id="echo")
+def echo(input, ctx):
+    return input
+
+
+@tool(id="sleep")
+def sleep(input, ctx):
+    time.sleep(min(float(input.get("s", 1)), 5))
+    return {"slept": input.get("s", 1)}
+
+
+@tool(id="async-echo")
+async def async_echo(input, ctx):
+    await asyncio.sleep(0)
+    return input
+
+
+@tool(id="big")
+def big(input, ctx):
+    return {"s": "x" * int(input.get("n", 1000))}
+'''
+
+# Breaks the service itself when asked: the path of its own failure (a 500) must close sockets too.
+SERVICE_BUG = '''\
+import sys
+from kindgi import tool
+
+service = sys.modules.get("kindgi_pack_min") or sys.modules["__main__"]
+run_tool = service.TARGETS["invoke"].run
+
+
+def run_or_break(call):
+    if call.target_id == "bug":
+        raise RuntimeError("a bug in the service")
+    return run_tool(call)
+
+
+service.TARGETS["invoke"].run = run_or_break
+
+
+@tool(id="bug")
+def bug(input, ctx):
+    return {}
+'''
+
+SETTINGS = "gc=off,silence=1,first_request=1,head=1,body=1,write=1,linger=0.3,drain=1,overflow=0.5,connections=24"
+
+
+def write_pack(root):
+    pack = PackWriter(root)
+    pack.module("tools/t.py", TOOLS)
+    pack.module("tools/bug.py", SERVICE_BUG)
+    for tool_id in ("echo", "sleep", "async-echo", "big"):
+        pack.tool(tool_id, "tools/t.py")
+    pack.tool("bug", "tools/bug.py")
+    return pack.write()
+
+
+@pytest.fixture
+def service(launcher, tmp_path):
+    svc = launcher.start(write_pack(tmp_path / "pack"), env={"KINDGI_PACK_MIN_TEST": SETTINGS,
+                                                             "KINDGI_PACK_SERVICE_MAX_CONCURRENCY": "4"})
+    warm_up(svc)
+    svc.idle_fds = settled_fds(svc)
+    return svc
+
+
+def settled_fds(service, seconds=5.0):
+    """The count of open descriptors once it has stayed the same for half a second."""
+    count, since, end = open_fds(service), time.monotonic(), time.monotonic() + seconds
+    while time.monotonic() < end:
+        time.sleep(0.05)
+        now = open_fds(service)
+        if now != count:
+            count, since = now, time.monotonic()
+        elif time.monotonic() - since >= 0.5:
+            break
+    return count
+
+
+def open_fds(service):
+    return len(os.listdir("/proc/%d/fd" % service.proc.pid))
+
+
+def back_to_idle(service, seconds=2.0):
+    """The count of open descriptors, once it is back at the idle count or ``seconds`` have passed."""
+    end = time.monotonic() + seconds
+    while True:
+        count = open_fds(service)
+        if count == service.idle_fds or time.monotonic() > end:
+            return count
+        time.sleep(0.05)
+
+
+def message(tool_id="echo", input=None):
+    return json.dumps({"v": 2, "kind": "invoke", "tool": {"id": tool_id}, "input": input or {"a": 1},
+                       "ctx": {"tenantId": "t", "runId": "r"}}).encode()
+
+
+def invoke(body=None, headers=(), token=TOKEN, **kw):
+    return fuzz.invoke_request(message() if body is None else body, list(headers), token, **kw)
+
+
+def warm_up(service):
+    """Whatever the first calls make once (a code path's first import) is made before counting."""
+    for data in (invoke(), invoke(message("async-echo")), fuzz.http_request("GET", "/healthz")):
+        exchange_and_close(service, data)
+
+
+def many(count, work, threads=8):
+    """Run ``work(i)`` ``count`` times over a few threads; re-raise the first failure."""
+    errors = []
+
+    def worker(start):
+        for i in range(start, count, threads):
+            try:
+                work(i)
+            except Exception as exc:  # collected, re-raised below
+                errors.append(exc)
+
+    pool = [threading.Thread(target=worker, args=(n,)) for n in range(threads)]
+    for thread in pool:
+        thread.start()
+    for thread in pool:
+        thread.join(60)
+    assert not errors, errors[:3]
+
+
+def reset(sock):
+    """Close with SO_LINGER 0: the kernel sends RST instead of FIN."""
+    sock.setsockopt(socket.SOL_SOCKET, socket.SO_LINGER, struct.pack("ii", 1, 0))
+    sock.close()
+
+
+def exchange_and_close(service, data):
+    """Send ``data`` on a new connection, read one answer, close."""
+    with fuzz.connect(service.port) as sock:
+        fuzz.send_quietly(sock, data)
+        return fuzz.parse_answers(fuzz.read_answers(sock, want=1, idle=1.0)[0])[0]
+
+
+# -- every path closes its socket -------------------------------------------------
+
+def test_normal_close(service):
+    many(100, lambda i: exchange_and_close(service, invoke(message("async-echo" if i % 2 else "echo"))))
+    assert back_to_idle(service) == service.idle_fds
+
+
+def test_keep_alive_silence(service):
+    socks = []
+    for _ in range(20):
+        sock = fuzz.connect(service.port)
+        sock.sendall(invoke(message("async-echo")))
+        socks.append(sock)
+    for sock in socks:
+        assert fuzz.read_answers(sock, want=1)[0]
+    time.sleep(1.5)   # the silence limit passes: the service closes them
+    try:
+        assert back_to_idle(service) == service.idle_fds
+    finally:
+        for sock in socks:
+            sock.close()
+
+
+def test_early_answers_over_unread_bodies(service):
+    cases = [fuzz.http_request("POST", "/nowhere", b"x" * 5000), invoke(token="wrong"),
+             invoke(content_type="text/plain"), invoke(chunks=[5, 5], token="wrong")]
+    many(60, lambda i: exchange_and_close(service, cases[i % len(cases)]))
+    assert back_to_idle(service) == service.idle_fds
+
+
+def test_503_at_the_concurrency_cap(service):
+    answers = []
+    many(64, lambda i: answers.extend(exchange_and_close(service, invoke(message("sleep", {"s": 0.2})))),
+         threads=16)
+    assert {a.status for a in answers} == {200, 503}
+    assert back_to_idle(service) == service.idle_fds
+
+
+def test_503_at_the_connection_cap(service):
+    """Over the cap a connection may only ask the probes; anything else, or nothing, is 503."""
+    held = [fuzz.connect(service.port) for _ in range(24)]   # the cap
+    try:
+        cases = [(invoke(), 503)] * 20 + [(fuzz.http_request("GET", "/healthz"), 200)] * 5 + [(b"", 503)] * 3
+
+        def one(i):
+            data, status = cases[i]
+            sock = fuzz.connect(service.port)
+            sock.sendall(data)
+            answers, _ = fuzz.parse_answers(fuzz.read_answers(sock, want=1, idle=2)[0])
+            sock.close()
+            assert [a.status for a in answers] == [status], (i, answers)
+
+        many(len(cases), one)
+    finally:
+        for sock in held:
+            sock.close()
+    assert back_to_idle(service) == service.idle_fds
+
+
+def test_clients_that_reset(service):
+    data = invoke(message("async-echo"))
+
+    def one(i):
+        sock = fuzz.connect(service.port)
+        sock.sendall(data[:len(data) * (i % 3 + 1) // 4] if i % 4 else data)
+        time.sleep(0.01)
+        reset(sock)
+
+    many(100, one)
+    assert back_to_idle(service) == service.idle_fds
+
+
+def test_heads_and_bodies_that_take_too_long(service):
+    body = message()
+    socks = []
+    for i in range(20):
+        sock = fuzz.connect(service.port)
+        data = invoke(body)
+        sock.sendall(data[:20] if i % 2 else data[:-len(body) // 2])   # half a head, or half a body
+        socks.append(sock)
+    try:
+        time.sleep(2.0)
+        assert back_to_idle(service) == service.idle_fds
+    finally:
+        for sock in socks:
+            sock.close()
+
+
+def test_the_service_failing(service):
+    answers = []
+    many(24, lambda i: answers.extend(exchange_and_close(service, invoke(message("bug")))))
+    assert {a.status for a in answers} == {500}
+    assert back_to_idle(service) == service.idle_fds
+    assert service.records_of("service-error")
+
+
+def test_the_drain(service):
+    """Calls in flight when SIGTERM comes: answered, then the process exits 0."""
+    socks = []
+    for _ in range(4):
+        sock = fuzz.connect(service.port)
+        sock.sendall(invoke(message("sleep", {"s": 0.3})))
+        socks.append(sock)
+    time.sleep(0.1)
+    service.signal()
+    try:
+        for sock in socks:
+            answers, _ = fuzz.parse_answers(fuzz.read_answers(sock, want=1, idle=3)[0])
+            assert [a.json()["output"] for a in answers] == [{"slept": 0.3}]
+    finally:
+        for sock in socks:
+            sock.close()
+    assert service.wait_exit(10) == 0
+
+
+# -- the limits -------------------------------------------------------------------
+
+def test_an_answer_nobody_reads_is_dropped_when_the_write_limit_passes(service):
+    """A reader that takes a little now and then can't hold a thread and an answer for ever."""
+    sock = fuzz.connect(service.port)
+    sock.setsockopt(socket.SOL_SOCKET, socket.SO_RCVBUF, 4096)
+    sock.sendall(invoke(message("big", {"n": 20000000})))
+    received, start = 0, time.monotonic()
+    try:
+        while time.monotonic() - start < 10:
+            chunk = sock.recv(4096)
+            if not chunk:
+                break
+            received += len(chunk)
+            time.sleep(0.2)
+    except ConnectionResetError:
+        pass
+    finally:
+        sock.close()
+    assert received < 20000000, "the whole answer came: the reader was not slow enough"
+    assert time.monotonic() - start < 8
+    assert back_to_idle(service, 3) == service.idle_fds
+
+
+def test_a_connection_that_never_showed_the_token_is_closed_sooner(launcher, tmp_path):
+    svc = launcher.start(write_pack(tmp_path / "pack"), env={"KINDGI_PACK_MIN_TEST": "first_request=1,silence=4"})
+    untrusted, trusted = fuzz.connect(svc.port), fuzz.connect(svc.port)
+    try:
+        untrusted.sendall(fuzz.http_request("GET", "/healthz"))
+        trusted.sendall(fuzz.http_request("GET", "/v1/info", headers=[("kindgi-pack-token", TOKEN)]))
+        for sock in (untrusted, trusted):
+            assert fuzz.read_answers(sock, want=1)[0]
+        time.sleep(2.0)
+        assert fuzz.read_answers(untrusted, idle=0.2)[1], "the connection without the token is still open"
+        trusted.sendall(invoke())
+        answers, _ = fuzz.parse_answers(fuzz.read_answers(trusted, want=1)[0])
+        assert [a.status for a in answers] == [200]
+    finally:
+        untrusted.close()
+        trusted.close()
+
+
+def test_probes_are_answered_while_every_connection_slot_is_held(launcher, tmp_path):
+    """One client without the token holds every slot and reopens each as it is closed."""
+    svc = launcher.start(write_pack(tmp_path / "pack"), env={"KINDGI_PACK_MIN_TEST": "connections=32,first_request=1"})
+    stop = threading.Event()
+    held = []
+
+    def hog():
+        while not stop.is_set():
+            while len(held) < 40 and not stop.is_set():
+                try:
+                    held.append(fuzz.connect(svc.port))
+                except OSError:
+                    break
+            for sock in list(held):
+                try:
+                    if sock.recv(1, socket.MSG_DONTWAIT) == b"":
+                        held.remove(sock)
+                        sock.close()
+                except BlockingIOError:
+                    pass
+                except OSError:
+                    held.remove(sock)
+            time.sleep(0.02)
+
+    thread = threading.Thread(target=hog, daemon=True)
+    thread.start()
+    try:
+        time.sleep(0.5)
+        statuses = []
+        for _ in range(20):
+            statuses.append(svc.request("GET", "/healthz", token=False, timeout=5).status)
+            time.sleep(0.1)
+        ready = svc.request("GET", "/readyz", token=False, timeout=5)
+    finally:
+        stop.set()
+        thread.join(10)
+        for sock in held:
+            sock.close()
+    assert statuses == [200] * 20
+    assert (ready.status, ready.json) == (200, {"status": "ready"})
+
+
+def test_out_of_file_descriptors_backs_off_and_recovers(launcher, tmp_path):
+    """64 open files at most, 50 of them held by pack code: accept() fails with EMFILE below the cap."""
+    def few_files():
+        resource.setrlimit(resource.RLIMIT_NOFILE, (64, 64))
+
+    pack = PackWriter(tmp_path / "pack")
+    pack.module("tools/files.py", HOLD_FILES)
+    pack.tool("echo", "tools/files.py")
+    svc = launcher.start(pack.write(), env={"KINDGI_PACK_MIN_TEST": "first_request=5"}, preexec_fn=few_files)
+    socks = []
+    try:
+        for _ in range(40):
+            socks.append(socket.create_connection(("127.0.0.1", svc.port), timeout=5))
+        record = svc.wait_record("accept-failed", timeout=10)
+        assert "Too many open files" in record["message"]
+        start = cpu_seconds(svc)
+        time.sleep(1.0)
+        assert cpu_seconds(svc) - start < 0.5, "the accept loop spins"
+    finally:
+        for sock in socks:
+            sock.close()
+    statuses = []
+    end = time.monotonic() + 10
+    while time.monotonic() < end and not statuses:
+        try:
+            statuses = [svc.request("GET", "/healthz", token=False, timeout=2).status]
+        except OSError:
+            time.sleep(0.2)
+    assert statuses == [200]
+    assert len(svc.records_of("accept-failed")) <= 2, "the record is not rate-limited"
+
+
+HOLD_FILES = '''\
+import os
+from kindgi import tool
+
+HELD = [open(os.devnull) for _ in range(50)]
+
+
+@tool(id="echo")
+def echo(input, ctx):
+    return input
+'''
+
+
+def cpu_seconds(service):
+    with open("/proc/%d/stat" % service.proc.pid) as f:
+        fields = f.read().rsplit(")", 1)[1].split()
+    return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")   # utime + stime
