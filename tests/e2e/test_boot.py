@@ -406,18 +406,75 @@ def test_absent_artifact_version_is_an_empty_header(launcher, tmp_path):
     assert service.request("GET", "/v1/info").json["artifactVersion"] == ""
 
 
-def test_non_ascii_artifact_version_is_never_a_500(launcher, tmp_path):
-    """It travels in a header: either the boot refuses it, naming the field, or invokes still answer 200."""
-    version = "\u0432\u0435\u0440\u0441\u0438\u044f-\u2713"
-    service = launcher.start(echo_pack(tmp_path).write(artifactVersion=version), expect_listening=False)
-    if not service.wait_listening():
-        problems = only_record(service, "boot-failed")["problems"]
-        assert len(problems) == 1 and "artifactVersion" in problems[0]
-        return
+ARTIFACT_VERSION_PROBLEM = ("Index field artifactVersion must be printable ASCII without leading or trailing "
+                            "spaces, at most 1024 characters: every answer carries it in the "
+                            "kindgi-artifact-version header")
+
+
+@pytest.mark.parametrize("version", [
+    "1.0\r\nset-cookie: session=stolen",
+    "1.0\r\n\r\nHTTP/1.1 200 OK\r\ncontent-length: 0\r\n\r\n",
+    "1.0\nx-injected: yes",
+    "1.0\x00",
+    "1.0\tdev",
+    "\u0432\u0435\u0440\u0441\u0438\u044f-\u2713",
+    " 1.0",
+    "1.0 ",
+    "x" * 1025,
+], ids=["set-cookie", "second-response", "bare-lf", "nul", "tab", "non-ascii", "leading-space", "trailing-space",
+        "too-long"])
+def test_an_artifact_version_unsafe_in_a_header_fails_the_boot(launcher, tmp_path, version):
+    """It is sent in the kindgi-artifact-version header of every invoke answer: nothing may ride on it."""
+    index = echo_pack(tmp_path).write(artifactVersion=version)
+    assert boot_problems(launcher, index) == [ARTIFACT_VERSION_PROBLEM]
+    code, service = launcher.run(["--index", index, "--check"])
+    assert code == 1
+    assert only_record(service, "boot-failed")["problems"] == [ARTIFACT_VERSION_PROBLEM]
+
+
+def test_an_artifact_version_with_inner_spaces_and_1024_characters_is_served(launcher, tmp_path):
+    version = "build 7 (" + "x" * 1014 + ")"
+    service = launcher.start(echo_pack(tmp_path).write(artifactVersion=version))
     resp = service.call_tool("echo", {"x": 1})
-    assert resp.status == 200, resp
     assert resp.json == {"v": 2, "kind": "result", "output": {"x": 1}}
-    assert resp.header("kindgi-artifact-version")
+    assert resp.header("kindgi-artifact-version") == version
+
+
+# -- modules that lead outside the module root ----------------------------------------------------
+
+def test_a_module_that_links_outside_the_module_root_fails_the_boot(launcher, tmp_path):
+    outside = tmp_path / "outside.py"
+    outside.write_text(ECHO)
+    pack = PackWriter(tmp_path / "pack")
+    (tmp_path / "pack" / "tools").mkdir(parents=True)
+    (tmp_path / "pack" / "tools" / "echo.py").symlink_to(outside)
+    pack.tool("echo", "tools/echo.py")
+    problems = boot_problems(launcher, pack.write())
+    assert problems == ['echo: Module path "tools/echo.py" leads outside the module root %s (to %s): a pack\'s '
+                        'modules must be files inside it' % (tmp_path / "pack", outside)]
+
+
+def test_a_folder_that_links_outside_the_module_root_fails_the_boot(launcher, tmp_path):
+    (tmp_path / "elsewhere").mkdir()
+    (tmp_path / "elsewhere" / "echo.py").write_text(ECHO)
+    pack = PackWriter(tmp_path / "pack")
+    (tmp_path / "pack").mkdir()
+    (tmp_path / "pack" / "tools").symlink_to(tmp_path / "elsewhere")
+    pack.tool("echo", "tools/echo.py")
+    problems = boot_problems(launcher, pack.write())
+    assert len(problems) == 1 and "leads outside the module root" in problems[0], problems
+
+
+def test_links_that_stay_inside_the_module_root_are_followed(launcher, tmp_path):
+    """A module root that is itself a link, and a module linked to another file of the pack."""
+    (tmp_path / "real").mkdir()
+    echo_pack(tmp_path / "real")
+    (tmp_path / "real" / "tools" / "alias.py").symlink_to(tmp_path / "real" / "tools" / "echo.py")
+    (tmp_path / "root").symlink_to(tmp_path / "real")
+    pack = PackWriter(tmp_path / "root")
+    pack.tool("echo", "tools/alias.py")
+    service = launcher.start(pack.write(), expect_listening=False)
+    assert service.wait_listening(), service.raw_stderr
 
 
 def test_host_is_used_and_unknown_arguments_are_ignored(launcher, tmp_path):

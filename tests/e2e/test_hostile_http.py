@@ -246,6 +246,44 @@ def test_chunk_with_a_bad_size_is_refused(service, size_line):
     refused_and_closed(service, data, 400)
 
 
+@pytest.mark.parametrize("framing", [
+    b"5\nabcde\r\n0\r\n\r\n",                 # a size line ended by a bare LF
+    b"5\r\r\nabcde\r\n0\r\n\r\n",             # CR CR LF
+    b"5\r\nabcde\n0\r\n\r\n",                 # the data ended by a bare LF
+    b"5\r\nabcde\r\n0\n\r\n",                 # the last chunk's line ended by a bare LF
+    b"5\x0b\r\nabcde\r\n0\r\n\r\n",           # VT after the size
+    b"5\x0c\r\nabcde\r\n0\r\n\r\n",           # FF after the size
+    b"5\x00\r\nabcde\r\n0\r\n\r\n",           # NUL after the size
+    b" 5\r\nabcde\r\n0\r\n\r\n",             # space before the size
+    b"5;a\x00b\r\nabcde\r\n0\r\n\r\n",        # NUL in an extension
+    b"5;=v\r\nabcde\r\n0\r\n\r\n",             # an extension without a name
+    b"5;a=\"v\r\nabcde\r\n0\r\n\r\n",          # an unterminated quoted value
+    b"5;a b\r\nabcde\r\n0\r\n\r\n",            # a space inside an extension name
+    b"5\r\nabcde\r\n0\r\nx-t: 1\n\r\n",        # a trailer ended by a bare LF
+    b"5\r\nabcde\r\n0\r\nx t: 1\r\n\r\n",     # a trailer whose name isn't a token
+], ids=short_id)
+def test_chunk_syntax_is_exactly_rfc_9112(service, framing):
+    """Anything a proxy in front could frame differently is refused: 400 and the connection closes."""
+    data = bare_invoke_head() + b"transfer-encoding: chunked\r\n\r\n" + framing + SMUGGLED
+    refused_and_closed(service, data, 400)
+
+
+@pytest.mark.parametrize("extensions", [b";a", b"; a = b", b';a="quoted \\" value"', b";a=1;b=2", b'; x = ""'],
+                         ids=short_id)
+def test_chunk_extensions_in_rfc_9112_syntax_are_accepted(service, extensions):
+    body = message(input={"ext": True})
+    data = bare_invoke_head() + b"transfer-encoding: chunked\r\n\r\n" + \
+        b"%x%s\r\n%s\r\n0\r\n\r\n" % (len(body), extensions, body)
+    answers, _ = answers_to(service, data)
+    assert [result_of(a) for a in answers] == [{"ext": True}]
+
+
+def test_many_tiny_chunks_are_refused_once_their_framing_passes_a_mebibyte(service):
+    """Chunk lines count too: a body sent a byte at a time can't cost a million Python objects."""
+    data = bare_invoke_head() + b"transfer-encoding: chunked\r\n\r\n" + b"1\r\n \r\n" * 250000 + b"0\r\n\r\n"
+    refused_and_closed(service, data, 413)
+
+
 def test_chunk_longer_than_its_size_is_refused(service):
     body = message()
     data = bare_invoke_head() + b"transfer-encoding: chunked\r\n\r\n" + \

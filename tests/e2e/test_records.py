@@ -334,6 +334,52 @@ def test_pretty_format_writes_lines_that_are_not_json(launcher, pack_index):
     assert pretty.records == []
 
 
+FORGED = "evil\n12:00:00.000 ERROR pack The pack service failed to boot\x1b]0;pwned\x07\x1b[2J\x9b31m"
+
+
+def test_pretty_lines_escape_what_a_terminal_or_a_line_reader_acts_on(launcher, pack_index):
+    """A caller's tool id with a newline can't forge a line; escape sequences never reach the terminal."""
+    pretty = launcher.start(pack_index, env={"KINDGI_LOG_FORMAT": "pretty"}, expect_listening=False)
+    deadline = time.monotonic() + 20
+    while not any("Listening on port" in line for line in pretty.raw_stderr) and time.monotonic() < deadline:
+        time.sleep(0.02)
+    pretty.port = int(re.search(r"Listening on port (\d+)", "".join(pretty.raw_stderr)).group(1))
+    assert pretty.call_tool(FORGED, {}, ctx={"tenantId": "t\u2028u", "runId": "run-forged"}).status == 200
+    while not any("run-forged" in line for line in pretty.raw_stderr) and time.monotonic() < deadline:
+        time.sleep(0.02)
+    lines = [line for line in pretty.raw_stderr if "run-forged" in line]
+    assert len(lines) == 1, pretty.raw_stderr
+    assert "tool evil\\u000a12:00:00.000 ERROR pack" in lines[0], lines[0]
+    assert not any(line.startswith("12:00:00.000") for line in pretty.raw_stderr)
+    assert not any(c in "".join(pretty.raw_stderr) for c in "\x1b\x07\x9b\u2028")
+
+
+def test_json_lines_escape_line_and_paragraph_separators(service):
+    """U+2028, U+2029 and U+0085 split a line for some readers: written as \\u escapes."""
+    awkward = "a\u2028b\u2029c\x85d\x9be"
+    assert service.call_tool("echo", {}, ctx={"tenantId": awkward, "runId": "run-separators"}).status == 200
+    record = call_record(service, "run-separators")
+    assert record["tenantId"] == awkward
+    line = [line for line in service.raw_stderr if "run-separators" in line][0]
+    assert "\\u2028" in line and "\\u2029" in line and "\\u0085" in line and "\\u009b" in line
+    assert not any(c in line for c in "\u2028\u2029\x85\x9b")
+
+
+def test_a_callers_strings_are_cut_to_1024_characters_in_records(service):
+    """A 10 MiB call must not make a 20 MiB record: each string from the caller is cut, with a marker."""
+    long_id = "t" * 5000
+    response = service.call_tool(long_id, {}, ctx={"tenantId": "x" * 100000, "runId": "run-long",
+                                                   "requestId": "r" * 2000})
+    assert response.json["toolId"] == long_id
+    record = call_record(service, "run-long")
+    assert record["tenantId"] == "x" * 1024 + "...[98976 more characters]"
+    assert record["requestId"] == "r" * 1024 + "...[976 more characters]"
+    assert record["toolId"] == record["id"] == "t" * 1024 + "...[3976 more characters]"
+    assert record["message"] == "tool %s tool-not-in-pack %dms" % (record["id"], record["durationMs"])
+    line = [line for line in service.raw_stderr if "run-long" in line][0]
+    assert len(line) < 6000
+
+
 def test_auto_format_writes_json_when_stderr_is_not_a_terminal(launcher, pack_index):
     code, checked = launcher.run(["--check", "--index", pack_index], env={"KINDGI_LOG_FORMAT": "auto"})
     assert code == 0

@@ -11,8 +11,10 @@ is a ``gate`` tool: it writes ``<name>.started`` and waits for
 ``<name>.release`` in a folder the test owns.
 """
 
+import email.utils
 import hashlib
 import json
+import re
 import socket
 import threading
 import time
@@ -497,6 +499,67 @@ def test_invoke_error_answer_carries_the_headers_too(service):
     assert resp.json["code"] == "malformed-message", resp
     assert resp.header("kindgi-duration-ms").isdigit()
     assert resp.header("kindgi-artifact-version") == "art-routes-7"
+
+
+IMF_FIXDATE = re.compile(r"^(Mon|Tue|Wed|Thu|Fri|Sat|Sun), \d\d (Jan|Feb|Mar|Apr|May|Jun|Jul|Aug|Sep|Oct|Nov|Dec) "
+                         r"\d{4} \d\d:\d\d:\d\d GMT$")
+
+
+def assert_dated(resp):
+    """RFC 9110 section 6.6.1: an origin server with a clock sends Date, in IMF-fixdate form."""
+    value = resp.header("date")
+    assert value and IMF_FIXDATE.match(value), value
+    sent = email.utils.parsedate_to_datetime(value).timestamp()
+    assert abs(sent - time.time()) < 5, value
+
+
+def test_every_answer_has_a_date(service, tmp_path):
+    assert_dated(service.request("GET", "/healthz", token=False))
+    assert_dated(service.request("GET", "/v1/info"))
+    assert_dated(service.call_tool("echo", {"a": 1}, version="1.0.0"))
+    assert_dated(service.request("GET", "/nope"))
+    assert_dated(service.request("POST", "/healthz"))
+    assert_dated(service.request("GET", "/v1/info", token="wrong"))
+    assert_dated(service.invoke("{}", headers={"content-type": "text/plain"}))
+
+
+def test_421_503_and_500_answers_have_a_date_too(launcher, tmp_path):
+    pack = PackWriter(tmp_path)
+    pack.module("tools/bug.py", SERVICE_BUG)
+    pack.tool("bug", "tools/bug.py")
+    pack.env = {"required": ["NEVER_SET"], "optional": []}
+    tenant = "3f2b8c1e-4a5d-4e6f-9a0b-1c2d3e4f5a6b"
+    service = launcher.start(pack.write(), env={"KINDGI_PACK_TENANT_ID": tenant, "KINDGI_PACK_ENV_CHECK": "warn"})
+    resp = service.request("GET", "/v1/info")
+    assert resp.status == 421
+    assert_dated(resp)
+    resp = service.call_tool("bug", {}, headers={"kindgi-tenant-id": tenant}, ctx={"tenantId": tenant, "runId": "r"})
+    assert (resp.status, resp.json) == (500, {"error": "RuntimeError: a bug in the service"})
+    assert_dated(resp)
+    strict = launcher.start(pack.write("strict.json"))
+    resp = strict.request("GET", "/readyz", token=False)
+    assert resp.status == 503
+    assert_dated(resp)
+
+
+SERVICE_BUG = '''\
+import sys
+from kindgi import tool
+
+service = sys.modules.get("kindgi_pack_min") or sys.modules["__main__"]
+
+
+def broken(call):
+    raise RuntimeError("a bug in the service")
+
+
+service.TARGETS["invoke"].run = broken   # pack code can do anything: here, break the service
+
+
+@tool(id="bug")
+def bug(input, ctx):
+    return {}
+'''
 
 
 def test_answers_are_compact_utf8_json(service):

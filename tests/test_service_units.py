@@ -1,0 +1,339 @@
+"""The service's pure parts, in process: head parsing, chunked bodies, envelopes, records,
+configuration, the token check, the index.  Each runs in microseconds, so a change to one of
+them is checked in a second; the end-to-end tests in tests/e2e prove the whole.
+"""
+
+import io
+import json
+import os
+import re
+import sys
+
+import pytest
+
+ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+sys.path.insert(0, ROOT)
+
+import kindgi_pack_min as kpm  # noqa: E402
+
+UUID = "3f2b8c1e-4a5d-4e6f-9a0b-1c2d3e4f5a6b"
+
+
+def reader(data):
+    return io.BufferedReader(io.BytesIO(data))
+
+
+def head(data):
+    """parse_head over the lines of ``data`` (a whole head, CRLF-terminated)."""
+    return kpm.read_request_head(reader(data), lambda: None)
+
+
+# -- limits --------------------------------------------------------------------
+
+def test_the_shipped_limits():
+    limits = kpm.Limits()
+    assert (limits.silence, limits.first_request, limits.head, limits.body, limits.write, limits.drain,
+            limits.linger, limits.overflow) == (10.0, 3.0, 10.0, 30.0, 30.0, 8.0, 10.0, 1.0)
+    assert set(kpm.Limits.NAMES) == {name for name in vars(kpm.Limits) if not name.startswith("_")} - {"NAMES"}
+
+
+# -- request heads -----------------------------------------------------------
+
+def test_a_head_is_parsed():
+    request = head(b"POST /v1/invoke?x=1 HTTP/1.1\r\nHost: a\r\nContent-Length: 12\r\nX-A: 1\r\nx-a: 2\r\n\r\n")
+    assert (request.method, request.target, request.path, request.version) == (
+        "POST", "/v1/invoke?x=1", "/v1/invoke", "HTTP/1.1")
+    assert request.headers == {"host": "a", "content-length": "12", "x-a": "1, 2"}
+    assert (request.length, request.chunked, request.keep_alive) == (12, False, True)
+
+
+def test_the_first_byte_is_reported_once_a_head_begins():
+    seen = []
+    assert kpm.read_request_head(reader(b""), lambda: seen.append(1)) is None
+    assert seen == []
+    kpm.read_request_head(reader(b"GET / HTTP/1.1\r\n\r\n"), lambda: seen.append(1))
+    assert seen == [1]
+
+
+@pytest.mark.parametrize("data, status, message", [
+    (b"GET / HTTP/1.1\n\n", 400, "Malformed request line"),
+    (b"GET / HTTP/1.1\r\nA: b\n\r\n", 400, "Malformed header line"),
+    (b"GET / HTTP/1.1\r\nA: b", 400, "Incomplete request head"),
+    (b"GET / HTTP/2.0\r\n\r\n", 505, "HTTP version not supported"),
+    (b"GET / HTTP/1.1\r\nA: b\x01c\r\n\r\n", 400, "Malformed header line"),
+    (b"GET / HTTP/1.1\r\n a: b\r\n\r\n", 400, "Obsolete header line folding"),
+    (b"GET /a\x01b HTTP/1.1\r\n\r\n", 400, "Malformed request line"),
+    (b"\x16\x03\x01", 400, "Malformed request line"),
+    (b"GET /" + b"a" * 9000 + b" HTTP/1.1\r\n\r\n", 414, "Request line too long"),
+    (b"GET / HTTP/1.1\r\n" + b"a: b\r\n" * 101 + b"\r\n", 431, "Request header fields too large"),
+    (b"POST / HTTP/1.1\r\ncontent-length: 1\r\ntransfer-encoding: chunked\r\n\r\n", 400,
+     "Content-Length together with Transfer-Encoding"),
+    (b"POST / HTTP/1.1\r\ncontent-length: 1\r\ncontent-length: 2\r\n\r\n", 400, "Malformed Content-Length"),
+    (b"POST / HTTP/1.1\r\ncontent-length: \xd9\xa1\r\n\r\n", 400, "Malformed Content-Length"),
+    (b"POST / HTTP/1.1\r\ntransfer-encoding: gzip\r\n\r\n", 501, "Unsupported Transfer-Encoding"),
+    (b"POST / HTTP/1.0\r\ntransfer-encoding: chunked\r\n\r\n", 400, "Unsupported Transfer-Encoding"),
+])
+def test_a_bad_head_is_refused_with_its_reason(data, status, message):
+    with pytest.raises(kpm.HttpError) as caught:
+        head(data)
+    assert (caught.value.status, caught.value.message) == (status, message)
+
+
+def test_keep_alive_follows_the_version_and_the_connection_header():
+    assert head(b"GET / HTTP/1.1\r\nConnection: close\r\n\r\n").keep_alive is False
+    assert head(b"GET / HTTP/1.0\r\n\r\n").keep_alive is False
+    assert head(b"GET / HTTP/1.0\r\nConnection: keep-alive\r\n\r\n").keep_alive is True
+
+
+# -- chunked bodies ------------------------------------------------------------
+
+def chunked(data, take=lambda n: None):
+    return kpm.read_chunked(reader(data), take)
+
+
+def test_a_chunked_body_comes_back_whole_and_its_sizes_are_taken():
+    taken = []
+    body = chunked(b"3;a=b\r\nabc\r\nA; q = \"x\\\"y\"\r\n0123456789\r\n0\r\nx-t: 1\r\n\r\n", taken.append)
+    assert bytes(body) == b"abc0123456789" and taken == [3, 10]
+
+
+@pytest.mark.parametrize("data", [b"3\nabc\r\n0\r\n\r\n", b"3\r\r\nabc\r\n0\r\n\r\n", b"3\r\nabc\n0\r\n\r\n",
+                                  b"3\x0b\r\nabc\r\n0\r\n\r\n", b"3;\r\nabc\r\n0\r\n\r\n", b"-3\r\nabc\r\n0\r\n\r\n",
+                                  b"3\r\nabc\r\n0\r\nx y: 1\r\n\r\n", b"3\r\nabc\r\n0\r\nx: 1\n\r\n"])
+def test_anything_but_rfc_9112_chunk_syntax_is_400(data):
+    with pytest.raises(kpm.HttpError) as caught:
+        chunked(data)
+    assert caught.value.status == 400
+
+
+def test_a_chunked_body_over_10_mib_or_too_much_framing_is_413():
+    with pytest.raises(kpm.HttpError) as caught:
+        chunked(b"a00001\r\n")
+    assert caught.value.status == 413
+    with pytest.raises(kpm.HttpError) as caught:
+        chunked(b"1\r\nx\r\n" * 300000 + b"0\r\n\r\n")
+    assert caught.value.status == 413
+
+
+def test_the_memory_budget_can_refuse_a_chunk():
+    def refuse(size):
+        raise kpm.HttpError(503, "overloaded", kpm.RETRY)
+
+    with pytest.raises(kpm.HttpError) as caught:
+        chunked(b"3\r\nabc\r\n0\r\n\r\n", refuse)
+    assert (caught.value.status, caught.value.headers) == (503, kpm.RETRY)
+
+
+# -- envelopes -----------------------------------------------------------------
+
+@pytest.mark.parametrize("text, code, message", [
+    (None, "malformed-message", "Request body is not valid JSON"),
+    ("{", "malformed-message", "Request body is not valid JSON"),
+    ('{"a": NaN}', "malformed-message", "Request body is not valid JSON"),
+    ("[1" * 100000, "malformed-message", "Request body is not valid JSON"),
+    ("1" * 5000, "malformed-message", "Request body is not valid JSON"),
+    ("[]", "malformed-message", "Message must be a JSON object"),
+    ('{"v": true}', "unknown-protocol-version", "Expected protocol v2, got true"),
+    ('{"v": "2"}', "unknown-protocol-version", 'Expected protocol v2, got "2"'),
+    ('{"v": 2}', "unexpected-message-kind", "Unknown request kind null"),
+    ('{"v": 2, "kind": "invoke", "tool": {"id": ""}}', "malformed-message", "`tool.id` is required"),
+    ('{"v": 2, "kind": "invoke", "tool": {"id": "a", "version": 1}}', "malformed-message",
+     "`tool.version` must be a string"),
+    ('{"v": 2, "kind": "invoke", "tool": {"id": "a"}, "ctx": {"tenantId": "t"}}', "malformed-message",
+     "`ctx` needs string `tenantId` and `runId`"),
+    ('{"v": 2, "kind": "check-invoke", "check": {}}', "malformed-message", "`check.id` is required"),
+    ('{"v": 2, "kind": "check-invoke", "check": {"id": "c"}, "config": []}', "malformed-message",
+     "`config` must be an object"),
+])
+def test_an_envelope_refused_says_why(text, code, message):
+    parsed, refused = kpm.read_envelope(text)
+    assert parsed is None
+    assert refused == {"v": 2, "kind": "error", "code": code, "message": message}
+
+
+def test_a_good_envelope_is_the_message():
+    text = '{"v": 2.0, "kind": "invoke", "tool": {"id": "a"}, "ctx": {"tenantId": "t", "runId": "r"}, "x": 1}'
+    assert kpm.read_envelope(text) == (json.loads(text), None)
+
+
+@pytest.mark.parametrize("raw, ms", [(None, 120000), ("", 120000), (" 700 ", 700), ("0", 120000), ("1.5", 120000),
+                                     ("\u0661", 120000), ("9" * 20, kpm.MAX_TIMEOUT_MS)])
+def test_timeout_header(raw, ms):
+    assert kpm.parse_timeout_ms(raw) == ms
+
+
+def test_trace_fields():
+    fields = kpm.trace_fields("00-4bf92f3577b34da6a3ce929d0e0e4736-00f067aa0ba902b7-01")
+    assert fields["traceId"] == "4bf92f3577b34da6a3ce929d0e0e4736" and re.match("^[0-9a-f]{16}$", fields["spanId"])
+    for bad in ("", "ff-4bf92f3577b34da6a3ce929d0e0e4736-00f067aa0ba902b7-01",
+                "00-00000000000000000000000000000000-00f067aa0ba902b7-01",
+                "00-4bf92f3577b34da6a3ce929d0e0e4736-00f067aa0ba902b7-01-extra"):
+        assert kpm.trace_fields(bad) == {}
+
+
+def test_the_parse_cost_grows_with_what_json_makes_of_the_text():
+    small = kpm.json_parse_cost('"' + "x" * 1000 + '"')
+    assert small < 3000
+    assert kpm.json_parse_cost("[" + ",".join(["{}"] * 1000) + "]") > 200000
+
+
+def test_answers_are_utf8_even_with_lone_surrogates():
+    assert kpm.dump_json({"a": "\ud800\u00e9"}) == b'{"a":"\\ud800\\u00e9"}'
+    assert kpm.dump_json({"a": "\u00e9"}) == '{"a":"\u00e9"}'.encode()
+
+
+# -- records -------------------------------------------------------------------
+
+@pytest.fixture
+def pipe_records():
+    read_end, write_end = os.pipe()
+
+    def lines(records):
+        os.close(write_end)
+        with os.fdopen(read_end, "rb") as f:
+            return f.read().decode().splitlines()
+
+    yield (lambda **kw: kpm.Records(write_end, **kw)), lines
+
+
+def test_a_record_has_its_keys_in_order_and_the_bound_fields_last(pipe_records):
+    make, lines = pipe_records
+    records = make()
+    records.bound = {"packId": "p", "artifactVersion": "a"}
+    records.write("warn", "hello", event="thing", fields={"zeta": 1, "runId": "r", "traceId": "t"})
+    records.write("info", "mine", event="call", fields={"packId": "own", "x": 2})
+    first, second = [json.loads(line) for line in lines(records)]
+    assert list(first) == ["time", "level", "severity", "subsystem", "message", "traceId", "runId", "event", "kind",
+                           "zeta", "packId", "artifactVersion"]
+    assert (first["severity"], second["packId"], list(second)[-2:]) == ("WARNING", "own", ["x", "artifactVersion"])
+
+
+def test_records_escape_what_splits_or_drives_a_terminal(pipe_records):
+    make, lines = pipe_records
+    records = make()
+    records.write("info", "a\u2028b\x85c\x1bd", event="x")
+    line, = lines(records)
+    assert "\\u2028" in line and "\\u0085" in line and "\\u001b" in line
+    assert json.loads(line)["message"] == "a\u2028b\x85c\x1bd"
+
+
+def test_pretty_lines_escape_controls(pipe_records):
+    make, lines = pipe_records
+    records = make(pretty=True)
+    records.write("info", "one\ntwo\x1b[2J", event="x")
+    line, = lines(records)
+    assert line.endswith('INFO  pack one\\u000atwo\\u001b[2J  event="x"'), line
+
+
+def test_levels_filter_all_but_lifecycle_records(pipe_records):
+    make, lines = pipe_records
+    records = make(level="warn", levels={"pack.tool": "debug"})
+    records.write("info", "dropped")
+    records.write("info", "kept", always=True)
+    records.write("debug", "tool", subsystem="pack.tool")
+    assert [json.loads(line)["message"] for line in lines(records)] == ["kept", "tool"]
+
+
+def test_pack_code_fields_lose_secret_keys_and_the_token(pipe_records):
+    make, lines = pipe_records
+    records = make()
+    records.token = kpm.TokenCheck(kpm.sha256(b"s3cret-token").digest(), len("s3cret-token"))
+    logger = kpm.PackLogger(records, "pack.tool")
+    logger.info("s3cret-token", {"apiKey": "k", "plain": "s3cret-token", "nested": ["s3cret-token", "ok"]},
+                other="s3cret-token and more")
+    record = json.loads(lines(records)[0])
+    assert (record["message"], record["apiKey"], record["plain"], record["nested"], record["other"]) == (
+        "[redacted]", "[redacted]", "[redacted]", ["[redacted]", "ok"], "s3cret-token and more")
+
+
+# -- configuration -------------------------------------------------------------
+
+def test_every_configuration_problem_at_once():
+    config, problems = kpm.read_config(["--host"], {"PORT": "x", "KINDGI_PACK_SERVICE_MAX_CONCURRENCY": "0",
+                                                    "KINDGI_PACK_ENV_CHECK": "lax", "KINDGI_PACK_ENV_FILTER": "maybe",
+                                                    "KINDGI_PACK_TENANT_ID": "acme",
+                                                    "KINDGI_PACK_MIN_TEST": "head=fast"})
+    assert problems == [
+        "--host needs an address", "KINDGI_PACK_SERVICE_TOKEN is required", 'PORT must be a port number, got "x"',
+        "KINDGI_PACK_SERVICE_MAX_CONCURRENCY must be a positive integer",
+        'KINDGI_PACK_ENV_CHECK must be `strict` or `warn`, not "lax"',
+        'KINDGI_PACK_ENV_FILTER must be `on` or `off`, not "maybe"',
+        "KINDGI_PACK_TENANT_ID must be the tenant's id, a UUID such as 3f2b8c1e-4a5d-4e6f-9a0b-1c2d3e4f5a6b. "
+        "Got a value that isn't one.",
+        'KINDGI_PACK_MIN_TEST: "head=fast" is not a test setting this service knows']
+
+
+def test_a_good_configuration():
+    config, problems = kpm.read_config(
+        ["--index", "/x/index.json", "--check"],
+        {"KINDGI_PACK_SERVICE_TOKEN": " tok ", "PORT": "0", "KINDGI_PACK_TENANT_ID": " " + UUID.upper(),
+         "KINDGI_PACK_MIN_TEST": "head=0.5,connections=7,gc=off"})
+    assert problems == []
+    assert (config.index_path, config.module_root, config.port, config.check_only) == ("/x/index.json", "/x", 0, True)
+    assert config.tenant_id == UUID
+    assert config.token.matches("tok") and not config.token.matches("tok ") and config.token.length == 3
+    assert (config.limits.head, config.limits.body, config.max_connections, config.collect_garbage) == (
+        0.5, 30.0, 7, False)
+    assert kpm.Limits.head == 10.0, "a test setting changed the shipped limits"
+
+
+def test_the_id_no_tenant_has_is_refused():
+    _, problems = kpm.read_config([], {"KINDGI_PACK_SERVICE_TOKEN": "t",
+                                       "KINDGI_PACK_TENANT_ID": "00000000-0000-4000-8000-000000000000"})
+    assert problems == ["KINDGI_PACK_TENANT_ID is 00000000-0000-4000-8000-000000000000, the id no tenant has: "
+                        "no pack call carries it. Set the tenant's own id."]
+
+
+def test_a_handoff_brings_the_digest_not_the_token():
+    check = kpm.TokenCheck(kpm.sha256(b"tok").digest(), 3)
+    config, problems = kpm.read_config([], {}, dict(check.handoff(), dropped=["A"]))
+    assert problems == [] and config.token.matches("tok") and config.dropped == ["A"]
+    assert "tok" not in json.dumps(check.handoff())
+
+
+def test_the_env_filter_keeps_declared_and_platform_names():
+    assert kpm.kept_by_filter("MINE", {"MINE"}) and kpm.kept_by_filter("KINDGI_X", set())
+    assert kpm.kept_by_filter("PATH", set()) and not kpm.kept_by_filter("kindgi_x", set())
+    assert len(kpm.KEPT_NAMES) == 58
+
+
+# -- the index -----------------------------------------------------------------
+
+def index_bytes(**fields):
+    data = {"v": 1, "packId": "p", "packVersion": "1.0.0", "artifactVersion": "a", "tools": [], "guardrails": []}
+    data.update(fields)
+    return json.dumps(data).encode()
+
+
+def test_the_index_hash_is_of_the_bytes():
+    raw = index_bytes() + b"\n\n"
+    assert kpm.Index(raw).hash == "sha256:" + kpm.sha256(raw).hexdigest()
+
+
+@pytest.mark.parametrize("version", ["a\r\nb", "a\x00", " a", "a ", "\u00e9", "x" * 1025])
+def test_an_artifact_version_that_is_no_header_value_is_refused(version):
+    with pytest.raises(kpm.IndexProblem) as caught:
+        kpm.Index(index_bytes(artifactVersion=version))
+    assert "artifactVersion" in str(caught.value)
+
+
+def test_an_artifact_version_may_hold_inner_spaces():
+    assert kpm.Index(index_bytes(artifactVersion="build 7 (x)")).artifact_version == "build 7 (x)"
+
+
+# -- small helpers ---------------------------------------------------------------
+
+def test_http_date_is_imf_fixdate_whatever_the_locale():
+    assert kpm.http_date(784111777) == "Sun, 06 Nov 1994 08:49:37 GMT"
+
+
+def test_module_paths():
+    assert kpm.module_name_for("tools/ledger.py") == "_kindgi_pack.tools.ledger"
+    assert kpm.module_name_for("pkg/__init__.py") == "_kindgi_pack.pkg"
+    for bad in ("../x.py", "/abs.py", "tools/x.txt", "a//b.py", "tools/my-tool.py"):
+        with pytest.raises(ImportError):
+            kpm.module_name_for(bad)
+
+
+def test_json_pointers():
+    assert kpm._pointer(["a/b", "c~d", 0]) == "/a~1b/c~0d/0"
