@@ -98,7 +98,30 @@ import time
 import types
 from array import array               # socket's own import: for a struct timeval
 from collections.abc import Mapping, MutableMapping
-from http.server import BaseHTTPRequestHandler
+
+
+def _import_http_server():
+    """http.server, loaded without OpenSSL.
+
+    http.server imports http.client, which imports ssl when it can: 4 MB of
+    OpenSSL, a fifth of this service's memory, for HTTPS it never speaks.  So
+    ssl is out of reach while they load (http.client does without it), and
+    that http.client is dropped from sys.modules afterwards: pack code that
+    imports http.client gets its own, with HTTPS.
+    """
+    if "ssl" in sys.modules:   # already loaded (an embedding program): nothing to save
+        import http.server
+        return http.server
+    sys.modules["ssl"] = None
+    try:
+        import http.server
+    finally:
+        del sys.modules["ssl"]
+        sys.modules.pop("http.client", None)
+    return http.server
+
+
+BaseHTTPRequestHandler = _import_http_server().BaseHTTPRequestHandler
 
 try:   # the C function hmac.compare_digest wraps; hmac itself loads OpenSSL
     from _operator import _compare_digest as compare_digest

@@ -375,12 +375,13 @@ def serve_file(input):
         server.shutdown()
         server.server_close()
     return {"found": found, "listed": listed, "missing": missing, "cached": cached,
-            "messageClass": http.server.BaseHTTPRequestHandler.MessageClass is client.HTTPMessage}
+            "https": hasattr(client, "HTTPSConnection")}
 '''
 
 
 def test_pack_code_can_run_http_servers_own_file_server(launcher, tmp_path):
-    """The service's http.server is the standard one: pack code can serve files with it too."""
+    """The service's http.server is the standard one: pack code can serve files with it too, and
+    the http.client it imports (``from http import client``, the awkward way) speaks HTTPS."""
     pack = PackWriter(tmp_path)
     pack.module("tools/files.py", FILE_SERVER_TOOL)
     pack.tool("serve-file", "tools/files.py")
@@ -391,7 +392,7 @@ def test_pack_code_can_run_http_servers_own_file_server(launcher, tmp_path):
     service = launcher.start(pack.write())
     assert service.call_tool("serve-file", {"dir": str(site)}).json["output"] == {
         "found": [200, "text/html", "<p>hi</p>", True], "listed": True, "missing": 404, "cached": 304,
-        "messageClass": True}
+        "https": True}
 
 
 def test_absent_artifact_version_is_an_empty_header(launcher, tmp_path):
