@@ -759,6 +759,7 @@ class _TomlReader(object):
     # -- tables and keys ------------------------------------------------------------
 
     def header(self):
+        """``[a.b]``: opens a table, once, and not one that dotted keys made."""
         self.pos += 1
         self.skip_space()
         path = self.key()
@@ -766,12 +767,15 @@ class _TomlReader(object):
         self.expect("]")
         if path in self.headers or path in self.dotted:
             self.fail("table [%s] is defined twice" % ".".join(path))
-        self.descend(path, lambda depth: path[:depth] in self.dotted and self.fail(
-            "table [%s] adds to a table made by dotted keys" % ".".join(path)))
+        if any(path[:depth] in self.dotted for depth in range(1, len(path))):
+            self.fail("table [%s] adds to a table made by dotted keys" % ".".join(path))
+        self.descend(path)
         self.headers.add(path)
         self.table = path
 
     def key_value(self):
+        """``key = value`` in the open table; a dotted key makes the tables it names, which
+        then can't be opened by a header, and can't add to a table a header opened."""
         start = self.pos
         path = self.key()
         self.skip_space()
@@ -779,19 +783,19 @@ class _TomlReader(object):
         self.skip_space()
         value = self.value()
         full = self.table + path
-        parent = self.descend(full[:-1], lambda depth: depth > len(self.table) and (
-            full[:depth] in self.headers and self.fail(
-                "dotted key %s adds to table [%s]" % (".".join(path), ".".join(full[:depth])), start)
-            or self.dotted.add(full[:depth])))
+        for depth in range(len(self.table) + 1, len(full)):
+            if full[:depth] in self.headers:
+                self.fail("dotted key %s adds to table [%s]" % (".".join(path), ".".join(full[:depth])), start)
+            self.dotted.add(full[:depth])
+        parent = self.descend(full[:-1])
         if full[-1] in parent:
             self.fail("key %s is defined twice" % ".".join(full), start)
         parent[full[-1]] = value
 
-    def descend(self, path, check):
-        """The table at path, making the missing ones; check(depth) is called for each step."""
+    def descend(self, path):
+        """The table at path, making the missing ones."""
         table = self.root
         for depth in range(1, len(path) + 1):
-            check(depth)
             table = table.setdefault(path[depth - 1], {})
             if not isinstance(table, dict):
                 self.fail("%s is a value, not a table" % ".".join(path[:depth]))

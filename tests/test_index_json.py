@@ -22,7 +22,7 @@ from conftest import ROOT
 from kindgi_pack_index import code_units, js_number, stable_dumps
 
 sys.path.insert(0, str(ROOT / "tests" / "e2e"))
-from indexing import sdk_python  # noqa: E402
+from indexing import require_sdk  # noqa: E402
 
 JS_NUMBERS = [
     (1.0, "1"), (-0.0, "0"), (0.0, "0"), (0.1, "0.1"), (-2.5, "-2.5"), (100.0, "100"),
@@ -64,9 +64,7 @@ def test_every_number_reads_back_as_itself():
 
 
 def test_numbers_match_the_sdks_formatting():
-    python, reason = sdk_python()
-    if python is None:
-        pytest.skip(reason)
+    python = require_sdk()
     doubles = random_doubles(2000)
     done = subprocess.run([python, "-c", "import json, sys\nfrom kindgi._json import js_number\n"
                            "print(json.dumps([js_number(v) for v in json.load(sys.stdin)]))"],

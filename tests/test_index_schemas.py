@@ -18,17 +18,14 @@ from conftest import ROOT
 from kindgi_pack_index import _CHECKS, _FORMATS, _TYPES, ANNOTATIONS, SCHEMA_TEXTS, kindgi_schema
 
 sys.path.insert(0, str(ROOT / "tests" / "e2e"))
-from indexing import sdk_python  # noqa: E402
+from indexing import require_sdk  # noqa: E402
 
 SCHEMA_FILES = {"pack-index": "pack-index.schema.json", "flow": "flow.schema.json", "tool": "tool.schema.json"}
 
 
 @pytest.fixture(scope="module")
 def sdk():
-    python, reason = sdk_python()
-    if python is None:
-        pytest.skip(reason)
-    return python
+    return require_sdk()
 
 
 def sdk_run(python, code, payload):

@@ -18,7 +18,7 @@ import kindgi_pack_min as service
 from conftest import ROOT
 
 sys.path.insert(0, str(ROOT / "tests" / "e2e"))
-from indexing import sdk_python  # noqa: E402
+from indexing import require_sdk  # noqa: E402
 
 
 @pytest.fixture
@@ -243,9 +243,7 @@ def test_refs_are_inlined_except_recursive_ones():
 
 
 def test_refs_are_inlined_as_the_sdk_inlines_them():
-    python, reason = sdk_python()
-    if python is None:
-        pytest.skip(reason)
+    python = require_sdk()
     done = subprocess.run([python, "-c", "import json, sys\nfrom kindgi._schema import _inline_refs\n"
                            "print(json.dumps([_inline_refs(c) for c in json.load(sys.stdin)]))"],
                           input=json.dumps(REF_CASES).encode(), stdout=subprocess.PIPE, check=True, timeout=60)

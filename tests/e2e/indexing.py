@@ -190,6 +190,15 @@ def sdk_python():
     return python, None
 
 
+def require_sdk():
+    """The interpreter with kindgi 0.1.10, or a pytest skip that says why there is none."""
+    import pytest
+    python, reason = sdk_python()
+    if python is None:
+        pytest.skip(reason)
+    return python
+
+
 def without_kindgi(sdk):
     """A command prefix running the SDK venv's interpreter with its packages (pydantic and
     all) but not kindgi: the indexer then uses the stand-in, with the SDK's pydantic."""

@@ -70,43 +70,48 @@ def run_error(case, tmp_path):
 
 
 NOT_READ = "Failed to read <pack>/pyproject.toml: "
-ENV_PROBLEMS = ('Config file <pack>/pyproject.toml: "1BAD" in `env.required` isn\'t an environment variable '
-                'name; "KINDGI_TOKEN" in `env.required`: `KINDGI_*` names configure Kindgi, not the pack; '
-                '"DUP" is listed twice in `env.required`; "BOTH" is in both `env.required` and '
-                '`env.optional`; "ok-not" in `env.optional` isn\'t an environment variable name')
+
+
+def config_error(code, problem, field=None):
+    """The outcome's error for a config file that can't be used."""
+    error = {"code": code, "filePath": "<pack>/pyproject.toml", "message": "Config file <pack>/pyproject.toml: "
+             + problem}
+    if field is not None:
+        error["field"] = field
+    return error
+
+
+def not_matching(where, problem):
+    """The outcome's error for an index that does not match pack-index.schema.json."""
+    return {"code": "manifest-validation-failed",
+            "message": "The index does not match pack-index.schema.json at %s: %s" % (where, problem)}
+
+
 RUN_ERROR_OUTCOMES = {
     "no-pyproject": {"code": "config-not-found", "message": "No pyproject.toml found at pack root <pack>"},
+    "config-path-missing": {"code": "config-not-found", "message": "No pyproject.toml found at pack root <pack>"},
     "no-kindgi-table": {"code": "config-not-found", "message": "<pack>/pyproject.toml has no [tool.kindgi] table",
                         "filePath": "<pack>/pyproject.toml"},
-    "config-path-missing": {"code": "config-not-found", "message": "No pyproject.toml found at pack root <pack>"},
-    "no-pack-table": {"code": "config-parse-failed", "filePath": "<pack>/pyproject.toml", "message":
-                      "Config file <pack>/pyproject.toml: 'pack' field is missing or not an object"},
-    "empty-id": {"code": "config-parse-failed", "filePath": "<pack>/pyproject.toml", "message":
-                 "Config file <pack>/pyproject.toml: 'pack.id' is missing or not a non-empty string"},
-    "version-not-string": {"code": "config-parse-failed", "filePath": "<pack>/pyproject.toml", "message":
-                           "Config file <pack>/pyproject.toml: 'pack.version' is missing or not a non-empty string"},
-    "discovery-not-globs": {"code": "config-parse-failed", "filePath": "<pack>/pyproject.toml", "message":
-                            "Config file <pack>/pyproject.toml: 'discovery' must map kinds to glob strings"},
-    "env-not-table": {"code": "config-invalid", "filePath": "<pack>/pyproject.toml", "field": "env", "message":
-                      "Config file <pack>/pyproject.toml: `env` must be a table: required = [...], optional = [...]"},
-    "env-unknown-key": {"code": "config-invalid", "filePath": "<pack>/pyproject.toml", "field": "env", "message":
-                        "Config file <pack>/pyproject.toml: `env` takes only `required` and `optional`, not `secret`"},
-    "env-problems": {"code": "config-invalid", "filePath": "<pack>/pyproject.toml", "field": "env",
-                     "message": ENV_PROBLEMS},
-    "env-not-list": {"code": "config-invalid", "filePath": "<pack>/pyproject.toml", "field": "env", "message":
-                     "Config file <pack>/pyproject.toml: `env.required` must be a list of names; "
-                     "`env.optional` must be a list of names"},
+    "no-pack-table": config_error("config-parse-failed", "'pack' field is missing or not an object"),
+    "empty-id": config_error("config-parse-failed", "'pack.id' is missing or not a non-empty string"),
+    "version-not-string": config_error("config-parse-failed", "'pack.version' is missing or not a non-empty string"),
+    "discovery-not-globs": config_error("config-parse-failed", "'discovery' must map kinds to glob strings"),
+    "env-not-table": config_error("config-invalid", "`env` must be a table: required = [...], optional = [...]",
+                                  "env"),
+    "env-unknown-key": config_error("config-invalid", "`env` takes only `required` and `optional`, not `secret`",
+                                    "env"),
+    "env-problems": config_error("config-invalid", '"1BAD" in `env.required` isn\'t an environment variable name; '
+                                 '"KINDGI_TOKEN" in `env.required`: `KINDGI_*` names configure Kindgi, not the pack; '
+                                 '"DUP" is listed twice in `env.required`; "BOTH" is in both `env.required` and '
+                                 '`env.optional`; "ok-not" in `env.optional` isn\'t an environment variable name', "env"),
+    "env-not-list": config_error("config-invalid", "`env.required` must be a list of names; `env.optional` must be "
+                                 "a list of names", "env"),
     "discovery-empty": {"code": "discovery-empty", "message": "Indexer discovered zero files under <pack>. "
                         "Check the [tool.kindgi.discovery] patterns."},
-    "published-at-not-date-time": {"code": "manifest-validation-failed", "message": "The index does not match "
-                                   "pack-index.schema.json at /publishedAt: must match format \"date-time\""},
-    "published-at-offset-without-colon": {"code": "manifest-validation-failed", "message": "The index does not "
-                                          "match pack-index.schema.json at /publishedAt: must match format "
-                                          "\"date-time\""},
-    "guardrail-kind-empty": {"code": "manifest-validation-failed", "message": "The index does not match "
-                             "pack-index.schema.json at /guardrails/0/kind: must NOT have fewer than 1 characters"},
-    "tool-sandbox-not-string": {"code": "manifest-validation-failed", "message": "The index does not match "
-                                "pack-index.schema.json at /tools/0/sandbox: must be string"},
+    "published-at-not-date-time": not_matching("/publishedAt", 'must match format "date-time"'),
+    "published-at-offset-without-colon": not_matching("/publishedAt", 'must match format "date-time"'),
+    "guardrail-kind-empty": not_matching("/guardrails/0/kind", "must NOT have fewer than 1 characters"),
+    "tool-sandbox-not-string": not_matching("/tools/0/sandbox", "must be string"),
 }
 
 

@@ -15,7 +15,7 @@ import sys
 import pytest
 
 from indexing import (EXPECTED, PACKS, PINS, PLAIN_PACKS, ROOT, RUN_ERRORS, SERVICE, TYPED_PACKS, copy_pack,
-                      outcome_of, run, run_error_args, run_sdk_index, sdk_python, without_kindgi, write_files)
+                      outcome_of, run, run_error_args, require_sdk, run_sdk_index, without_kindgi, write_files)
 
 pytestmark = pytest.mark.skipif(
     bool(os.environ.get("KINDGI_TEST_PYTHON")) or sys.version_info < (3, 11),
@@ -25,10 +25,7 @@ pytestmark = pytest.mark.skipif(
 
 @pytest.fixture(scope="module")
 def sdk():
-    python, reason = sdk_python()
-    if python is None:
-        pytest.skip(reason)
-    return python
+    return require_sdk()
 
 
 def both(tmp_path, source, args, sdk, ours=(sys.executable,)):

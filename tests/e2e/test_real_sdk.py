@@ -13,15 +13,7 @@ import sys
 
 import pytest
 
-from indexing import sdk_python as find_sdk_python
-
-
-def sdk_python():
-    """The interpreter with kindgi installed (.venv-sdk/, shared with the indexer's tests), or a skip."""
-    python, reason = find_sdk_python()
-    if python is None:
-        pytest.skip(reason)
-    return python
+from indexing import require_sdk as sdk_python
 
 
 SDK_PACK = '''
