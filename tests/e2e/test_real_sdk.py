@@ -15,6 +15,10 @@ import pytest
 
 from indexing import require_sdk as sdk_python
 
+pytestmark = pytest.mark.skipif(
+    bool(os.environ.get("KINDGI_TEST_PYTHON")) or sys.version_info < (3, 11),
+    reason="the real SDK needs Python 3.11+; proved once, on the main interpreter")
+
 
 SDK_PACK = '''
 from pydantic import BaseModel, Field
