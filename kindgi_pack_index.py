@@ -103,7 +103,7 @@ its folder is reported as a file error, and the rest of the pack is still indexe
 Exit status: 0 when the index was written (file errors included), 1 on an error
 (config-not-found, config-parse-failed, config-invalid, discovery-empty,
 manifest-validation-failed, output-write-failed), 2 on a usage error.
-On Python 3.8-3.10 the TOML reader takes tables, strings, integers, booleans, arrays and
+Before Python 3.11 the TOML reader takes tables, strings, integers, booleans, arrays and
 comments only; see docs/indexer.md.
 """
 
