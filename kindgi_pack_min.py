@@ -2867,6 +2867,14 @@ def serve(config, records, service, lifecycle):
 def main(argv=None):
     """Run the service; returns the exit code (boot failures are 1)."""
     argv = list(sys.argv if argv is None else argv)
+    if argv[1:2] == ["index"]:   # build an index instead (kindgi_pack_index.py): Ctrl-C as usual
+        signal.pthread_sigmask(signal.SIG_UNBLOCK, STOP_SIGNALS)
+        try:
+            import kindgi_pack_index
+        except ImportError as exc:
+            sys.stderr.write("kindgi_pack_min index: %s: put kindgi_pack_index.py beside this file\n" % exc)
+            return 1
+        return kindgi_pack_index.main(argv[2:], sys.modules[__name__])
     lifecycle = Lifecycle()
     config, problems = read_config(argv[1:], os.environ, receive_handoff(os.environ))
     if config.action == "help":
@@ -2909,9 +2917,12 @@ def main(argv=None):
 # guardrail, ToolContext, CheckResult`).  When the real SDK is not importable,
 # install_standin() registers these objects as `kindgi`, `kindgi.pack`,
 # `kindgi.pack.context`, `kindgi.pack.define`, `kindgi.pack.trace` and
-# `kindgi.log` so that such modules import and run unchanged (SPEC-NOTES §20).
-# pydantic is optional: it is imported only when a pack passes a type (a
-# model, a TypedDict...) instead of a JSON Schema dict.
+# `kindgi.log` so that such modules import and run unchanged.  Definitions
+# carry what the SDK's carry and are refused where the SDK refuses them, in its
+# words, so the indexer (kindgi_pack_index.py) lists from them exactly what the
+# SDK's indexer would.  pydantic is optional: it is imported only when a pack
+# passes a type (a model, a TypedDict...) instead of a JSON Schema dict.
+# Written to run on Python 3.6 too.
 
 STANDIN_VERSION = "0.1.10+pack-min"
 
@@ -2920,8 +2931,8 @@ RESERVED_CHECK_IDS = frozenset((
     "tool-order", "required-substring", "forbidden-substring"))
 
 
-class DefinitionError(Exception):
-    """A tool, guardrail, agent or flow is defined in a way that cannot work."""
+class DefinitionError(ValueError):
+    """A tool, guardrail, agent or flow is declared wrong: raised where it is declared."""
 
 
 class TraceInvalid(ValueError):
@@ -3031,7 +3042,7 @@ class Cancellation:
     async def wait_async(self):
         """Wait in the running event loop until cancelled; return the reason."""
         import asyncio   # loaded only by packs that use it: it costs a fifth of the boot
-        loop = asyncio.get_running_loop()
+        loop = getattr(asyncio, "get_running_loop", asyncio.get_event_loop)()   # 3.6 has the latter only
         future = loop.create_future()
 
         def wake(reason):
@@ -3117,9 +3128,15 @@ class ToolContext:
 
 
 def _standin_frozen(message):
-    """The error a frozen dataclass raises, as the SDK's ToolContext does (dataclasses imported then)."""
-    import dataclasses
-    return dataclasses.FrozenInstanceError(message)
+    """The error a frozen dataclass raises, as the SDK's ToolContext does (dataclasses imported then).
+
+    Python 3.6 has no dataclasses: there it is the AttributeError that error derives from.
+    """
+    try:
+        from dataclasses import FrozenInstanceError
+    except ImportError:
+        FrozenInstanceError = AttributeError
+    return FrozenInstanceError(message)
 
 
 # The fields' own setters: __setattr__ refuses every assignment.
@@ -3140,11 +3157,6 @@ def _standin_issue(path, keyword, message):
     """One issue in the shape the service reports (loc → JSON pointer)."""
     return {"instancePath": path, "schemaPath": "#", "keyword": keyword,
             "params": {}, "message": message}
-
-
-def _standin_pointer(path, key):
-    """Extend a JSON pointer by one key."""
-    return "%s/%s" % (path, str(key).replace("~", "~0").replace("/", "~1"))
 
 
 @functools.lru_cache(maxsize=None)
@@ -3240,7 +3252,7 @@ def _standin_list_of(convert):
         if not isinstance(value, (list, tuple, set, frozenset)):
             issues.append(_standin_issue(path, "list_type", "Input should be a valid list"))
             return None
-        return [convert(item, _standin_pointer(path, i), issues) for i, item in enumerate(value)]
+        return [convert(item, path + _pointer((i,)), issues) for i, item in enumerate(value)]
     return list_converter
 
 
@@ -3293,9 +3305,9 @@ class _StandinRecord:
                 used.add(key)
                 value = data[key]
                 if value is not None or default is not None:
-                    value = convert(value, _standin_pointer(path, wire), issues)
+                    value = convert(value, path + _pointer((wire,)), issues)
             elif default is _STANDIN_REQUIRED:
-                issues.append(_standin_issue(_standin_pointer(path, wire), "missing", "Field required"))
+                issues.append(_standin_issue(path + _pointer((wire,)), "missing", "Field required"))
                 value = None
             else:
                 value = default.copy() if isinstance(default, (list, dict)) else default
@@ -3387,53 +3399,147 @@ class CheckResult(_StandinRecord):
         super().__init__(**fields)
 
 
-# --- Types: JSON Schema dicts, or pydantic when the pack brings it ---------
+# --- Schemas: JSON Schema dicts, or pydantic when the pack brings it -------
 
-def _standin_type_adapter():
-    """pydantic 2's TypeAdapter, or None when pydantic 2 is not importable."""
-    try:
-        from pydantic import TypeAdapter
-    except ImportError:
-        return None
-    return TypeAdapter
+def _standin_fixed_schema(source):
+    """The JSON Schema of a type whose schema pydantic always gives the same, else None.
 
-
-_STANDIN_DICT_TYPES = (dict, Mapping, MutableMapping)
-
-
-def _standin_type(t, where, what):
-    """Return (adapter or None, JSON Schema or None) for an input/output/config type.
-
-    None, Any or no annotation: nothing known.  A dict: it is the JSON Schema.
-    Bare dict/Mapping: a plain object.  Other types need pydantic 2 (a
-    parametrised dict type is kept as a plain object without it).
+    dict and the mapping types are an open object, Any and object accept anything,
+    None is null: those need no pydantic.  ``typing`` is looked up, not imported: an
+    annotation from it means the pack imported it already.
     """
-    typing = sys.modules.get("typing")   # an annotation from typing means the pack imported it
-    if t is None or t is _STANDIN_UNANNOTATED or (typing is not None and t is typing.Any):
-        return None, None
-    if isinstance(t, Mapping):
-        return None, dict(t)
-    if isinstance(t, str):
-        raise DefinitionError("%s: cannot resolve the %s annotation %r; pass %s= explicitly"
-                              % (where, what, t, what))
-    if t in _STANDIN_DICT_TYPES or (typing is not None and t in (typing.Dict, typing.Mapping, typing.MutableMapping)):
-        return None, {"type": "object"}
-    type_adapter = _standin_type_adapter()
-    if type_adapter is None:
-        if getattr(t, "__origin__", None) in (dict, Mapping, MutableMapping):   # Dict[str, int] and the like
-            return None, {"type": "object"}
-        raise DefinitionError(
-            "%s: the %s type %s needs pydantic 2, which is not installed: install it in "
-            "the image or pass a JSON Schema dict" % (where, what, getattr(t, "__name__", repr(t))))
+    typing = sys.modules.get("typing")
+    if source in (dict, Mapping, MutableMapping) or (
+            typing is not None and source in (typing.Dict, typing.Mapping, typing.MutableMapping)):
+        return {"additionalProperties": True, "type": "object"}
+    if source is object or (typing is not None and source is typing.Any):
+        return {}
+    if source is type(None):
+        return {"type": "null"}
+    return None
+
+
+def wire_schema(source, mode="validation"):
+    """The JSON Schema an index carries for ``source``, as the SDK derives it.
+
+    A mapping is the schema already (copied).  A type is described as pydantic 2
+    describes it in ``mode`` ("validation" or "serialization"): by alias, without the
+    titles pydantic makes up, local ``$ref``s inlined except for recursive types.
+    Without pydantic only the types of ``_standin_fixed_schema`` are known; any other
+    raises TypeError.  The indexer uses this too (an agent's typed output).
+    """
+    if isinstance(source, Mapping):
+        return dict(source)
+    fixed = _standin_fixed_schema(source)
+    if fixed is not None:
+        return fixed
     try:
-        adapter = type_adapter(t)
-        return adapter, adapter.json_schema()
-    except Exception as exc:
-        raise DefinitionError("%s: cannot derive the %s JSON Schema: %s: %s"
-                              % (where, what, type(exc).__name__, exc)) from exc
+        from pydantic import BaseModel, TypeAdapter
+    except ImportError:
+        raise TypeError("the type %s needs pydantic 2, which is not installed: pass a JSON Schema "
+                        "dict instead, or install pydantic" % getattr(source, "__name__", repr(source))) from None
+    generator = _standin_schema_generator()
+    if isinstance(source, type) and issubclass(source, BaseModel):
+        schema = source.model_json_schema(by_alias=True, mode=mode, schema_generator=generator)
+    else:
+        schema = TypeAdapter(source).json_schema(by_alias=True, mode=mode, schema_generator=generator)
+    return _standin_inline_refs(schema)
 
 
-_STANDIN_UNANNOTATED = object()   # a parameter or a return without an annotation
+@functools.lru_cache(maxsize=None)
+def _standin_schema_generator():
+    """pydantic's schema generator, leaving out the titles it makes up.
+
+    Fields get no title; a model keeps a title only when its own config sets one.
+    """
+    from pydantic.json_schema import GenerateJsonSchema
+
+    class WireSchema(GenerateJsonSchema):
+        def field_title_should_be_set(self, schema):
+            return False
+
+        def model_schema(self, schema):
+            described = super().model_schema(schema)
+            if schema["cls"].model_config.get("title") is None and isinstance(described.get("title"), str):
+                del described["title"]
+            return described
+
+    return WireSchema
+
+
+_STANDIN_DEFS = "#/$defs/"
+
+
+def _standin_inline_refs(schema):
+    """``schema`` with each ``#/$defs/X`` replaced by X's definition (its siblings kept).
+
+    A definition reached again inside itself is recursive: there the reference stays,
+    and the definition stays under ``$defs``.
+    """
+    defs = dict(schema.pop("$defs", {}))
+    kept = set()
+
+    def walk(node, inside):
+        if isinstance(node, list):
+            return [walk(item, inside) for item in node]
+        if not isinstance(node, dict):
+            return node
+        ref = node.get("$ref")
+        name = ref[len(_STANDIN_DEFS):] if isinstance(ref, str) and ref.startswith(_STANDIN_DEFS) else None
+        if name is None or name in inside or name not in defs:
+            if name is not None:
+                kept.add(name)
+            return {key: walk(value, inside) for key, value in node.items()}
+        inlined = walk(defs[name], inside + (name,))
+        inlined.update((key, walk(value, inside)) for key, value in node.items() if key != "$ref")
+        return inlined
+
+    out = walk(schema, ())
+    recursive = {}
+    pending = list(kept)
+    while pending:   # a recursive definition's body may reference others that are recursive too
+        name = pending.pop()
+        if name in recursive or name not in defs:
+            continue
+        known = set(kept)
+        recursive[name] = walk(defs[name], (name,))
+        pending.extend(kept - known)
+    if recursive:
+        out["$defs"] = recursive
+    return out
+
+
+def _standin_schema(source, mode, where, what):
+    """wire_schema(source) for a definition; DefinitionError as the SDK words it."""
+    try:
+        schema = wire_schema(source, mode)
+    except Exception as cause:
+        raise DefinitionError("%s: cannot derive the %s JSON Schema: %s" % (where, what, cause)) from cause
+    if what == "input" and schema.get("type") != "object":   # a model calls a tool with an object
+        raise DefinitionError("%s: the input must be an object type (a model, TypedDict, or object schema)"
+                              % where)
+    return schema
+
+
+def _standin_adapter(annotation):
+    """A pydantic TypeAdapter for a type whose values pydantic must parse, else None."""
+    if annotation is None or isinstance(annotation, Mapping) or _standin_fixed_schema(annotation) is not None:
+        return None
+    from pydantic import TypeAdapter
+    return TypeAdapter(annotation)
+
+
+def _standin_awaited(annotation):
+    """Awaitable[T] and Coroutine[..., T] stand for T (an async handler's return)."""
+    origin = getattr(annotation, "__origin__", None)
+    if origin is not None and getattr(origin, "__name__", "") in ("Awaitable", "Coroutine"):
+        args = getattr(annotation, "__args__", ())
+        return args[-1] if args else sys.modules["typing"].Any
+    return annotation
+
+
+# --- Reading a handler: parameters, annotations, docstring -----------------
+
 _CO_COROUTINE = 0x80              # inspect.CO_COROUTINE
 
 
@@ -3447,37 +3553,48 @@ def _standin_plain_function(fn):
         hasattr(fn, name) for name in ("__wrapped__", "__signature__", "_is_coroutine_marker"))
 
 
-def _standin_signature(fn, where):
-    """(positional parameter annotations, return annotation), strings resolved where possible."""
-    if not callable(fn):
-        raise DefinitionError("%s: expected a function, got %s" % (where, type(fn).__name__))
+def _standin_params(fn, where):
+    """The names of fn's positional parameters."""
     if _standin_plain_function(fn):
-        code, annotations, namespace = fn.__code__, fn.__annotations__, fn.__globals__
-        names = code.co_varnames[:code.co_argcount]   # positional-only and positional-or-keyword
-        return ([_standin_resolve(annotations.get(name, _STANDIN_UNANNOTATED), namespace) for name in names],
-                _standin_resolve(annotations.get("return", _STANDIN_UNANNOTATED), namespace))
+        code = fn.__code__
+        return list(code.co_varnames[:code.co_argcount])   # positional-only ones included
     import inspect
     try:
-        sig = inspect.signature(fn)
-    except (TypeError, ValueError) as exc:
-        raise DefinitionError("%s: cannot read the handler's signature: %s" % (where, exc)) from exc
-    namespace = getattr(inspect.unwrap(fn), "__globals__", {})
-
-    def annotation(value):
-        return _STANDIN_UNANNOTATED if value is inspect.Parameter.empty else _standin_resolve(value, namespace)
-    params = [annotation(p.annotation) for p in sig.parameters.values()
-              if p.kind in (p.POSITIONAL_ONLY, p.POSITIONAL_OR_KEYWORD)]
-    return params, annotation(sig.return_annotation)
+        signature = inspect.signature(fn)
+    except (TypeError, ValueError) as cause:
+        raise DefinitionError("%s: cannot read the function's signature" % where) from cause
+    return [p.name for p in signature.parameters.values()
+            if p.kind in (p.POSITIONAL_ONLY, p.POSITIONAL_OR_KEYWORD)]
 
 
-def _standin_resolve(annotation, namespace):
-    """Evaluate a string annotation (from __future__ annotations) in the handler's globals."""
-    if not isinstance(annotation, str):
-        return annotation
-    try:
-        return eval(annotation, dict(namespace))
-    except Exception:
-        return annotation
+def _standin_hints(fn, scope):
+    """fn's annotations evaluated as typing.get_type_hints does, without importing typing.
+
+    String annotations are evaluated in fn's globals and ``scope`` (the locals where the
+    decorator was applied); None stands for NoneType.  When one can't be evaluated, all
+    are left as written, as the SDK leaves them.
+    """
+    annotations = getattr(fn, "__annotations__", None)
+    if not isinstance(annotations, dict):
+        return {}
+    inner = fn
+    while hasattr(inner, "__wrapped__"):
+        inner = inner.__wrapped__
+    namespace = getattr(inner, "__globals__", {})
+    hints = {}
+    for name, value in annotations.items():
+        if isinstance(value, str):
+            try:
+                value = eval(value, namespace, scope)
+            except Exception:
+                return dict(annotations)
+        hints[name] = type(None) if value is None else value
+    return hints
+
+
+def _standin_caller_locals():
+    """The locals where the decorator factory was called: a model defined in a function resolves."""
+    return dict(sys._getframe(2).f_locals)
 
 
 def _standin_is_async(fn):
@@ -3490,27 +3607,38 @@ def _standin_is_async(fn):
 
 
 def _standin_doc(fn):
-    """The handler's docstring as ``inspect.getdoc`` gives it: first line and margin stripped."""
-    if not _standin_plain_function(fn):
-        import inspect
-        return inspect.getdoc(fn) or ""
-    if not isinstance(fn.__doc__, str):
-        return ""
-    first, _, rest = fn.__doc__.expandtabs().partition("\n")
-    if not rest:
-        return first.lstrip()
-    import textwrap
-    return (first.lstrip() + "\n" + textwrap.dedent(rest)).strip("\n")
+    """fn's docstring as ``inspect.getdoc`` gives it (None without one)."""
+    doc = fn.__doc__ if _standin_plain_function(fn) else None
+    if not isinstance(doc, str) or "\n" in doc or "." in fn.__qualname__:
+        import inspect   # a method may inherit its docstring; a multi-line one is cleaned
+        return inspect.getdoc(fn)
+    return doc.expandtabs().lstrip()
 
 
-def _standin_check_id(value, where):
-    if not isinstance(value, str) or not value:
-        raise DefinitionError("%s: id must be a non-empty string, got %r" % (where, value))
+def _standin_require_id(value, where):
+    if not isinstance(value, str) or value.strip() == "":
+        raise DefinitionError("%s: id must be a non-empty string" % where)
+
+
+SEMVER = re.compile(
+    r"^(0|[1-9]\d*)\.(0|[1-9]\d*)\.(0|[1-9]\d*)"
+    r"(?:-((?:0|[1-9]\d*|\d*[a-zA-Z-][0-9a-zA-Z-]*)(?:\.(?:0|[1-9]\d*|\d*[a-zA-Z-][0-9a-zA-Z-]*))*))?"
+    r"(?:\+([0-9a-zA-Z-]+(?:\.[0-9a-zA-Z-]+)*))?$")   # semver.org's rule
+
+
+def _standin_check_version(version, where):
+    if version is not None and not SEMVER.match(version):
+        raise DefinitionError("%s: version must be an exact semver (e.g. 1.2.3), got %r" % (where, version))
 
 
 def _standin_caller_module(depth):
     """__name__ of the module of the frame `depth` levels above the calling function."""
-    return sys._getframe(depth + 1).f_globals.get("__name__", "")
+    return sys._getframe(depth + 1).f_globals.get("__name__", "__main__")
+
+
+def _standin_copy(value):
+    """A dict copy of a mapping; None stays None."""
+    return None if value is None else dict(value)
 
 
 # --- Tools ------------------------------------------------------------------
@@ -3520,7 +3648,8 @@ class _StandinData:
 
     Built as a dataclass builds (positional or keyword arguments, defaults,
     ``__post_init__``, a repr without the ``_hidden`` fields), without the
-    dataclasses module: it imports inspect, a tenth of the boot.
+    dataclasses module: it imports inspect, a tenth of the boot.  Equal only to
+    itself, as the SDK's (``eq=False``).
     """
 
     _fields = ()   # ((name, default or _STANDIN_REQUIRED), ...), in order
@@ -3559,7 +3688,7 @@ def _standin_fields(required, **defaults):
 
 
 class Tool(_StandinData):
-    """A tool: its handler plus what the service needs to call it."""
+    """A tool: its handler plus what the service needs to call it and the indexer to list it."""
 
     _fields = _standin_fields(
         "id handler description version input_schema output_schema input_type output_type takes_context is_async",
@@ -3591,63 +3720,103 @@ class Tool(_StandinData):
         return (value, ctx) if self.takes_context else (value,)
 
 
-def _standin_make_tool(handler, id, description, version, input, output, module, **extra):
-    """Build a Tool, deriving schemas, adapters and the calling convention."""
-    where = "Tool %r" % (id,)
-    _standin_check_id(id, where)
-    if version is not None and not isinstance(version, str):
-        raise DefinitionError("%s: version must be a string, got %r" % (where, version))
-    params, returns = _standin_signature(handler, where)
-    if len(params) not in (1, 2):
-        raise DefinitionError("%s: the handler takes (input) or (input, ctx), not %d "
-                              "positional parameters" % (where, len(params)))
-    input_type = params[0] if input is None else input
-    output_type = returns if output is None else output
-    input_adapter, input_schema = _standin_type(input_type, where, "input")
-    output_adapter, output_schema = _standin_type(output_type, where, "output")
-    if description is None:
-        description = _standin_doc(handler)
-    return Tool(id=id, handler=handler, description=description, version=version,
-                input_schema=input_schema, output_schema=output_schema,
-                input_type=None if input_type is _STANDIN_UNANNOTATED else input_type,
-                output_type=None if output_type is _STANDIN_UNANNOTATED else output_type,
-                takes_context=len(params) == 2, is_async=_standin_is_async(handler),
-                module=module or _standin_caller_module(2), _input_adapter=input_adapter,
-                _output_adapter=output_adapter, **extra)
-
-
 def _standin_tool(*, id, version=None, description=None, input=None, output=None, effects=(),
                   mutating=None, needs_approval_when_unattended=None, needs=None,
                   needs_spec=None, sandbox=None, limits=None, network=None):
-    """Decorator: turn `def handler(input[, ctx])` into a Tool (`kindgi.tool`)."""
+    """Decorator: turn `def handler(input[, ctx])` into a Tool (`kindgi.tool`).
+
+    Refuses at definition what the SDK refuses, in its words: no description (nor
+    docstring), a version that is not an exact semver, another parameter count, an
+    input or output without a type, an input that is not an object.
+    """
+    scope = _standin_caller_locals()
+
     def decorate(handler):
-        return _standin_make_tool(
-            handler, id, description, version, input, output,
-            getattr(handler, "__module__", None), effects=tuple(effects), mutating=mutating,
+        where = 'Tool "%s"' % (id,)
+        _standin_require_id(id, where)
+        _standin_check_version(version, where)
+        text = description if description is not None else _standin_doc(handler)
+        if not text:
+            raise DefinitionError("%s needs a description (description= or a docstring)" % where)
+        params = _standin_params(handler, where)
+        if len(params) not in (1, 2):
+            raise DefinitionError("%s: the handler takes (input) or (input, ctx), got %d parameters"
+                                  % (where, len(params)))
+        hints = _standin_hints(handler, scope)
+        input_type = input if input is not None else hints.get(params[0])
+        output_type = output if output is not None else hints.get("return")
+        if input_type is None:
+            raise DefinitionError("%s: annotate the handler's input parameter or pass input=" % where)
+        if output_type is None:
+            raise DefinitionError("%s: annotate the handler's return type or pass output=" % where)
+        input_type = _standin_awaited(input_type)
+        output_type = _standin_awaited(output_type)
+        return Tool(
+            id=id, handler=handler, description=text, version=version,
+            input_schema=_standin_schema(input_type, "validation", where, "input"),
+            output_schema=_standin_schema(output_type, "serialization", where, "output"),
+            input_type=input_type, output_type=output_type, takes_context=len(params) == 2,
+            is_async=_standin_is_async(handler), effects=tuple(effects), mutating=mutating,
             needs_approval_when_unattended=needs_approval_when_unattended, needs=needs,
-            needs_spec=needs_spec, sandbox=sandbox, limits=limits, network=network)
+            needs_spec=needs_spec, sandbox=sandbox, limits=limits, network=network,
+            module=handler.__module__, _input_adapter=_standin_adapter(input_type),
+            _output_adapter=_standin_adapter(output_type))
     return decorate
+
+
+_STANDIN_PLACEHOLDER = re.compile(r"\{(\w+)\}")   # a {name} the runtime fills from the input
 
 
 def _standin_http_tool(*, id, description, input, output, method, url_template, headers=None,
                        authorization=None, request_body=None, timeout_ms=None, parse_json=None,
                        success_status=None, version=None, effects=(), mutating=None,
                        needs_approval_when_unattended=None):
-    """An HTTP tool: data for the Kindgi runtime; its handler refuses to run here."""
-    http = {"method": method, "url_template": url_template, "headers": headers,
-            "authorization": authorization, "request_body": request_body,
-            "timeout_ms": timeout_ms, "parse_json": parse_json, "success_status": success_status}
-    spec = {"kind": "http"}
-    spec.update((_standin_camel(k), v) for k, v in http.items() if v is not None)
+    """An HTTP tool: data for the Kindgi runtime (the index carries its spec); its handler
+    refuses to run here.  The spec is checked against the kindgi tool schema."""
+    where = 'Tool "%s"' % (id,)
+    _standin_require_id(id, where)
+    _standin_check_version(version, where)
+    if description.strip() == "":
+        raise DefinitionError("%s needs a description" % where)
+    input_schema = _standin_schema(input, "validation", where, "input")
+    spec = {key: value for key, value in (
+        ("kind", "http"), ("method", method), ("urlTemplate", url_template),
+        ("headers", None if headers is None else [{"name": n, "value": v} for n, v in headers.items()]),
+        ("authorization", _standin_copy(authorization)), ("requestBody", _standin_copy(request_body)),
+        ("timeoutMs", timeout_ms), ("parseJson", parse_json),
+        ("successStatus", None if success_status is None else {"min": success_status[0],
+                                                               "max": success_status[1]}),
+    ) if value is not None}
+    try:
+        import kindgi_pack_index   # the kindgi tool schema and the SDK's way of checking it
+    except ImportError:
+        raise DefinitionError("%s: an http_tool's spec is checked with kindgi_pack_index.py, which is "
+                              "not beside kindgi_pack_min.py: copy it there, or use the one-file "
+                              "kindgi_pack_min.pyz" % where) from None
+    problem = kindgi_pack_index.http_spec_problem(spec)
+    if problem is not None:
+        raise DefinitionError("%s: not a valid HTTP tool spec: %s" % (where, problem))
+    templates = [url_template]
+    if request_body is not None and request_body.get("kind") == "text":
+        templates.append(str(request_body.get("template", "")))
+    unknown = sorted({name for text in templates for name in _STANDIN_PLACEHOLDER.findall(text)}
+                     - set(input_schema.get("properties", {})))
+    if unknown:
+        raise DefinitionError("%s: %s not a field of the input, which fills placeholders"
+                              % (where, ", ".join("{%s}" % name for name in unknown)))
 
-    def runs_in_kindgi(input):
-        raise RuntimeError("Tool %r is an HTTP tool: the Kindgi runtime sends its request; "
-                           "it cannot be run from Python" % (id,))
+    def runs_in_kindgi(*args, **kwargs):
+        raise RuntimeError("%s is an HTTP tool: the Kindgi runtime makes its request, not Python. "
+                           "Call it through Kindgi (an agent, a flow, `kindgi dev`)." % where)
 
-    return _standin_make_tool(
-        runs_in_kindgi, id, description, version, input, output, _standin_caller_module(1),
+    return Tool(
+        id=id, handler=runs_in_kindgi, description=description, version=version,
+        input_schema=input_schema, output_schema=_standin_schema(output, "serialization", where, "output"),
+        input_type=input, output_type=output, takes_context=False, is_async=False,
         effects=tuple(effects), mutating=mutating,
-        needs_approval_when_unattended=needs_approval_when_unattended, spec=spec)
+        needs_approval_when_unattended=needs_approval_when_unattended, spec=spec,
+        module=_standin_caller_module(1), _input_adapter=_standin_adapter(input),
+        _output_adapter=_standin_adapter(output))
 
 
 # --- Guardrails ---------------------------------------------------------------
@@ -3675,77 +3844,105 @@ class Guardrail(_StandinData):
         return RunTrace.from_wire(value) if self.trace_is_model else value
 
 
-def _standin_trace_is_model(annotation):
-    """True when the trace parameter is unannotated or annotated RunTrace."""
-    if isinstance(annotation, str):
-        return annotation.rpartition(".")[2] == "RunTrace"
-    return annotation is _STANDIN_UNANNOTATED or annotation is RunTrace
+def _standin_untyped_config(annotation):
+    """A config annotation that means "a plain dict": dict, Mapping or Any (no configSchema)."""
+    typing = sys.modules.get("typing")
+    return annotation in (dict, Mapping) or (typing is not None and annotation is typing.Any)
 
 
 def _standin_guardrail(*, id, kind="zero-llm", on_violation=None, action=None, name=None,
                        severity=None, scope=None, check_id=None, config=None, config_type=None,
                        sandbox=None, limits=None, network=None):
-    """Decorator: turn `def check(config, trace)` into a Guardrail (`kindgi.guardrail`)."""
-    where = "Guardrail %r" % (id,)
-    _standin_check_id(id, where)
-    check_id = check_id or id
-    if check_id in RESERVED_CHECK_IDS:
-        raise DefinitionError("%s: check id %r belongs to a built-in check, which a pack "
-                              "cannot replace; choose another check_id" % (where, check_id))
-    if action is None:
-        action = {"on-violation": on_violation} if on_violation is not None else {}
+    """Decorator: turn `def check(config, trace)` into a Guardrail (`kindgi.guardrail`).
+
+    Refuses at definition what the SDK refuses, in its words: a built-in check's id,
+    both or neither of on_violation= and action=, another parameter count, a config=
+    that does not fit the config type.
+    """
+    scope_locals = _standin_caller_locals()
 
     def decorate(check):
-        params, _ = _standin_signature(check, where)
+        where = 'Guardrail "%s"' % (id,)
+        _standin_require_id(id, where)
+        resolved_check_id = check_id or id
+        if resolved_check_id in RESERVED_CHECK_IDS:
+            raise DefinitionError(
+                '%s: its check id "%s" is a built-in check\'s, and a pack can\'t replace a built-in. '
+                'Rename your check (check_id="<pack>.checks.%s")%s.'
+                % (where, resolved_check_id, resolved_check_id, "" if check_id else ", or rename the guardrail"))
+        if (on_violation is None) == (action is None):
+            raise DefinitionError("%s: pass exactly one of on_violation= or action=" % where)
+        resolved_action = action if action is not None else {"on-violation": on_violation}
+        if not isinstance(resolved_action.get("on-violation"), str):
+            raise DefinitionError('%s: action needs a string "on-violation"' % where)
+        params = _standin_params(check, where)
         if len(params) != 2:
-            raise DefinitionError("%s: the check takes (config, trace), not %d positional "
-                                  "parameters" % (where, len(params)))
-        wanted = params[0] if config_type is None else config_type
-        adapter, schema = _standin_type(wanted, where, "config")
+            raise DefinitionError("%s: the check takes (config, trace), got %d parameters"
+                                  % (where, len(params)))
+        hints = _standin_hints(check, scope_locals)
+        config_of = config_type if config_type is not None else hints.get(params[0])
+        if _standin_untyped_config(config_of):
+            config_of = None
+        adapter = _standin_adapter(config_of)
+        if config is not None and adapter is not None:
+            try:
+                adapter.validate_python(dict(config))
+            except Exception as cause:
+                raise DefinitionError("%s: config does not fit its type: %s" % (where, cause)) from cause
+        trace_hint = hints.get(params[1])
         return Guardrail(
-            id=id, check=check, check_id=check_id, kind=kind, action=dict(action), name=name,
-            severity=severity, scope=scope, config=config, config_schema=schema,
-            config_type=None if wanted is _STANDIN_UNANNOTATED else wanted,
-            trace_is_model=_standin_trace_is_model(params[1]), is_async=_standin_is_async(check),
-            sandbox=sandbox, limits=limits, network=network,
-            module=getattr(check, "__module__", None) or _standin_caller_module(1),
-            _config_adapter=adapter)
+            id=id, check=check, check_id=resolved_check_id, kind=kind, action=dict(resolved_action),
+            name=name, severity=severity, scope=scope, config=_standin_copy(config),
+            config_schema=None if config_of is None else _standin_schema(config_of, "validation", where,
+                                                                          "config"),
+            config_type=config_of, trace_is_model=trace_hint is None or trace_hint is RunTrace,
+            is_async=_standin_is_async(check), sandbox=sandbox, limits=limits, network=network,
+            module=check.__module__, _config_adapter=adapter)
     return decorate
 
 
 # --- Agents and flows (data only) -------------------------------------------
 
 class _StandinDefinition(_StandinData):
-    """Base of Agent and Flow: checks the id, records the defining module; equal field by field."""
+    """Base of Agent and Flow: records the defining module, checks the fields."""
 
     _hidden = ("module",)
 
     def __post_init__(self):
-        _standin_check_id(self.id, "%s %r" % (type(self).__name__, self.id))
         if not self.module:
             self.module = _standin_caller_module(2)
+        where = '%s "%s"' % (self._kind, self.id)
+        _standin_require_id(self.id, where)
+        self._standin_check(where)
 
-    def __eq__(self, other):
-        if type(other) is not type(self):
-            return NotImplemented
-        return all(self.__dict__[name] == other.__dict__[name] for name, _ in self._fields)
-
-    __hash__ = None
+    def _standin_check(self, where):
+        pass
 
 
 class Agent(_StandinDefinition):
-    """An agent definition; the pack service only needs it to import."""
+    """An agent definition: data for the index; the service only needs it to import."""
 
+    _kind = "Agent"
     _fields = _standin_fields(
         "id version name instructions", capabilities=(), tools=(), retrieval=(), guardrails=(),
         parameters=(), budget=None, preferred_provider=None, preferred_model=None, description=None,
         tags=None, conversation_policy=None, output=None, tool_errors=None, settings=(),
         model_settings=None, memory=None, module="")
 
+    def _standin_check(self, where):
+        if not SEMVER.match(self.version):
+            raise DefinitionError("%s: version must be an exact semver, got %r" % (where, self.version))
+        if not isinstance(self.instructions, str):
+            ref = self.instructions
+            if not isinstance(ref.get("prompt"), str) or not isinstance(ref.get("version"), str):
+                raise DefinitionError('%s: instructions must be a string, or a prompt block {"prompt", '
+                                      '"version"}' % where)
+
 
 class Flow(_StandinDefinition):
-    """A flow definition; the pack service only needs it to import."""
+    """A flow definition: data for the index; the service only needs it to import."""
 
+    _kind = "Flow"
     _fields = _standin_fields("id version nodes edges", name=None, description=None, max_parallelism=None,
                               metadata=None, output=None, module="")
 
@@ -3776,9 +3973,11 @@ def install_standin(get_logger=None):
     """
     factory = get_logger or (lambda subsystem, **bindings: _STANDIN_NOOP_LOGGER)
 
-    def standin_get_logger(subsystem="pack", /, **bindings):
-        """A logger for pack code, from the service's log factory."""
-        return factory(subsystem, **bindings)
+    def standin_get_logger(*subsystem, **bindings):
+        """get_logger(subsystem="pack", **bindings): a logger for pack code, from the service's factory."""
+        if len(subsystem) > 1:
+            raise TypeError("get_logger() takes at most 1 positional argument (%d given)" % len(subsystem))
+        return factory(subsystem[0] if subsystem else "pack", **bindings)
 
     remove_standin()
     context = {"ToolContext": ToolContext, "Cancellation": Cancellation,

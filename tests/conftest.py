@@ -30,6 +30,10 @@ TOKEN = "test-token-0123456789"
 PYTHON = os.environ.get("KINDGI_TEST_PYTHON") or sys.executable
 BOOT_SECONDS = 20.0
 
+# tests/packs holds packs for the indexer: their test_*.py and conftest.py are
+# data (files the indexer must skip), never pytest's.
+collect_ignore = ["packs"]
+
 
 class Response:
     def __init__(self, status, headers, body):

@@ -68,23 +68,23 @@ import time
 from kindgi import tool
 
 
-@tool(id="echo", version="1.0.0")
+@tool(description="A test tool.", input={"type": "object"}, output={}, id="echo", version="1.0.0")
 def echo(input, ctx):
     return input
 
 
-@tool(id="boom")
+@tool(description="A test tool.", input={"type": "object"}, output={}, id="boom")
 def boom(input):
     raise ValueError(input)
 
 
-@tool(id="slow")
+@tool(description="A test tool.", input={"type": "object"}, output={}, id="slow")
 def slow(input, ctx):
     time.sleep(min(abs(float(input.get("ms", 0))), 50) / 1000.0)
     return {"ok": True}
 
 
-@tool(id="hang")
+@tool(description="A test tool.", input={"type": "object"}, output={}, id="hang")
 def hang(input, ctx):
     time.sleep(min(abs(float(input.get("s", 0))), 30))
     return {"ok": True}
@@ -94,7 +94,7 @@ CHECKS_SOURCE = '''\
 from kindgi import guardrail, CheckResult
 
 
-@guardrail(id="short")
+@guardrail(id="short", on_violation="block")
 def short(config, trace):
     text = str(trace.get("output", "")) if isinstance(trace, dict) else ""
     limit = config.get("maxChars", 10)

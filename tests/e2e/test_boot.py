@@ -19,7 +19,7 @@ from conftest import PYTHON, SERVICE, PackWriter, service_env
 ECHO = '''\
 from kindgi import tool
 
-@tool(description="A test tool.", id="echo", input={}, output={})
+@tool(description="A test tool.", id="echo", input={"type": "object"}, output={})
 def echo(input):
     return input
 '''
@@ -27,7 +27,7 @@ def echo(input):
 CHECK = '''\
 from kindgi import guardrail
 
-@guardrail(id="ok")
+@guardrail(id="ok", on_violation="block")
 def ok(config, trace):
     return True
 '''
@@ -322,7 +322,7 @@ def test_listening_record(launcher, tmp_path):
 HTTPS_TOOL = '''\
 from kindgi import tool
 
-@tool(id="https")
+@tool(description="A test tool.", input={"type": "object"}, output={}, id="https")
 def https(input):
     import http.client, ssl, urllib.request
     connection = http.client.HTTPSConnection("example.invalid", 443, timeout=1)   # never connects
@@ -348,7 +348,7 @@ from email import utils
 import http.server
 from kindgi import tool
 
-@tool(id="serve-file")
+@tool(description="A test tool.", input={"type": "object"}, output={}, id="serve-file")
 def serve_file(input):
     class Quiet(http.server.SimpleHTTPRequestHandler):
         def log_message(self, *args):

@@ -22,11 +22,11 @@ from kindgi import tool, guardrail
 with open(os.path.join(os.path.dirname(__file__), "imported.log"), "a") as f:
     f.write("imported\\n")
 
-@tool(id="echo", version="1.0.0")
+@tool(description="A test tool.", input={"type": "object"}, output={}, id="echo", version="1.0.0")
 def echo(input, ctx):
     return input
 
-@guardrail(id="g")
+@guardrail(id="g", on_violation="block")
 def g(config, trace):
     return True
 '''

@@ -20,23 +20,23 @@ class LeavingMapping(dict):
         raise SystemExit("leaving while being read")
 
 
-@guardrail(id="g-one", check_id="chk-one")
+@guardrail(id="g-one", check_id="chk-one", on_violation="block")
 def one(config, trace):
     return CheckResult(passed=True, reason="one")
 
-@guardrail(id="plain")
+@guardrail(id="plain", on_violation="block")
 def plain(config, trace):
     return True
 
-@guardrail(id="own-id", check_id="other-check-id")
+@guardrail(id="own-id", check_id="other-check-id", on_violation="block")
 def own_id(config, trace):
     return {"passed": True, "matched": "own id"}
 
-@guardrail(id="config-echo")
+@guardrail(id="config-echo", on_violation="block")
 def config_echo(config, trace):
     return {"passed": True, "attributes": {"config": dict(config), "type": type(config).__name__}}
 
-@guardrail(id="trace-view")
+@guardrail(id="trace-view", on_violation="block")
 def trace_view(config, trace):
     return {"passed": True, "attributes": {
         "isRunTrace": isinstance(trace, RunTrace),
@@ -49,15 +49,15 @@ def trace_view(config, trace):
         "model_calls": [[m.provider_id, m.model, m.prompt_tokens, m.completion_tokens, m.at]
                         for m in trace.model_calls]}}
 
-@guardrail(id="trace-raw")
+@guardrail(id="trace-raw", on_violation="block")
 def trace_raw(config: dict, trace: Any):
     return {"passed": True, "attributes": {"trace": trace}}
 
-@guardrail(id="trace-typed")
+@guardrail(id="trace-typed", on_violation="block")
 def trace_typed(config, trace: RunTrace):
     return {"passed": True, "attributes": {"run": trace.run_id}}
 
-@guardrail(id="returns")
+@guardrail(id="returns", on_violation="block")
 def returns(config, trace):
     kind = config["kind"]
     if kind == "check-result-full":
@@ -72,20 +72,20 @@ def returns(config, trace):
         return {"passed": True, "attributes": LeavingMapping(a=1)}
     return config["value"]
 
-@guardrail(id="boom")
+@guardrail(id="boom", on_violation="block")
 def boom(config, trace):
     raise ValueError("check broke")
 
-@guardrail(id="exit")
+@guardrail(id="exit", on_violation="block")
 def exit_check(config, trace):
     raise SystemExit("leaving")
 
-@guardrail(id="async-check")
+@guardrail(id="async-check", on_violation="block")
 async def async_check(config, trace):
     await asyncio.sleep(0.01)
     return CheckResult(passed=True, reason="async " + trace.run_id)
 
-@guardrail(id="odd-wire")
+@guardrail(id="odd-wire", on_violation="block")
 def odd_wire(config, trace):
     class Odd:
         def to_wire(self):

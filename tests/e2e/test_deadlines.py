@@ -32,23 +32,23 @@ def mark(input, text):
     with open(os.path.join(input["dir"], input["name"]), "a") as f:
         f.write(text + "\\n")
 
-@tool(description="A test tool.", id="echo", input={}, output={})
+@tool(description="A test tool.", id="echo", input={"type": "object"}, output={})
 def echo(input):
     return input
 
-@tool(description="A test tool.", id="nap", input={}, output={})
+@tool(description="A test tool.", id="nap", input={"type": "object"}, output={})
 def nap(input):
     time.sleep(input["seconds"])
     return {"slept": input["seconds"]}
 
-@tool(description="A test tool.", id="wait-cancel", input={}, output={})
+@tool(description="A test tool.", id="wait-cancel", input={"type": "object"}, output={})
 def wait_cancel(input, ctx):
     mark(input, "started")
     fired = ctx.cancellation.wait(input.get("limit", 10))
     mark(input, "fired=%s reason=%s" % (fired, ctx.cancellation.reason))
     return {"fired": fired}
 
-@tool(description="A test tool.", id="async-wait", input={}, output={})
+@tool(description="A test tool.", id="async-wait", input={"type": "object"}, output={})
 async def async_wait(input, ctx):
     mark(input, "started")
     try:
@@ -59,14 +59,14 @@ async def async_wait(input, ctx):
     mark(input, "not cancelled")
     return {}
 
-@tool(description="A test tool.", id="async-block", input={}, output={})
+@tool(description="A test tool.", id="async-block", input={"type": "object"}, output={})
 async def async_block(input, ctx):
     mark(input, "started")
     time.sleep(input["seconds"])
     mark(input, "ended")
     return {}
 
-@guardrail(id="slow-check")
+@guardrail(id="slow-check", on_violation="block")
 def slow_check(config, trace):
     time.sleep(config["seconds"])
     return True

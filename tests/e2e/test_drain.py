@@ -41,7 +41,7 @@ PACK_CODE = '''
 import os, time
 from kindgi import tool
 
-@tool(id="hold", version="1.0.0")
+@tool(description="A test tool.", input={"type": "object"}, output={}, id="hold", version="1.0.0")
 def hold(input, ctx):
     """Runs until the test creates the release file (20 s at most)."""
     open(input["started"], "w").close()
@@ -50,13 +50,13 @@ def hold(input, ctx):
         time.sleep(0.02)
     return {"held": True, "pid": os.getpid()}
 
-@tool(id="loud", version="1.0.0")
+@tool(description="A test tool.", input={"type": "object"}, output={}, id="loud", version="1.0.0")
 def loud(input, ctx):
     """Logs a record far bigger than a pipe holds."""
     ctx.log.info("a big record", blob="x" * 300000)
     return {}
 
-@tool(id="stuck", version="1.0.0")
+@tool(description="A test tool.", input={"type": "object"}, output={}, id="stuck", version="1.0.0")
 def stuck(input, ctx):
     """Never returns, whatever happens to its call."""
     open(input["started"], "w").close()

@@ -31,12 +31,12 @@ def ran(what):
     with open(RAN, "a") as log:
         log.write(what + "\\n")
 
-@tool(id="mark", version="1.0.0")
+@tool(description="A test tool.", input={"type": "object"}, output={}, id="mark", version="1.0.0")
 def mark(input, ctx):
     ran("tool")
     return {"marked": True}
 
-@guardrail(id="g")
+@guardrail(id="g", on_violation="block")
 def g(config, trace):
     ran("check")
     return True

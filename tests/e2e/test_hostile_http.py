@@ -38,18 +38,18 @@ import time
 from kindgi import tool
 
 
-@tool(id="echo")
+@tool(description="A test tool.", input={"type": "object"}, output={}, id="echo")
 def echo(input, ctx):
     return input
 
 
-@tool(id="sleep")
+@tool(description="A test tool.", input={"type": "object"}, output={}, id="sleep")
 def sleep(input, ctx):
     time.sleep(min(float(input.get("s", 1)), 5))
     return {"slept": input.get("s", 1)}
 
 
-@tool(id="big")
+@tool(description="A test tool.", input={"type": "object"}, output={}, id="big")
 def big(input, ctx):
     return {"s": "x" * int(input.get("n", 1000))}
 '''

@@ -22,7 +22,7 @@ TOOLS = '''\
 from kindgi import tool
 
 
-@tool(id="echo")
+@tool(description="A test tool.", input={"type": "object"}, output={}, id="echo")
 def echo(input, ctx):
     return input
 '''

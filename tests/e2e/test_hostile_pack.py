@@ -70,34 +70,34 @@ def throw(kind):
     raise RAISES[kind]()
 
 
-@tool(id="raise")
+@tool(description="A test tool.", input={"type": "object"}, output={}, id="raise")
 def raise_(input, ctx):
     throw(input["kind"])
 
 
-@tool(id="araise")
+@tool(description="A test tool.", input={"type": "object"}, output={}, id="araise")
 async def araise(input, ctx):
     await asyncio.sleep(0)
     throw(input["kind"])
 
 
-@tool(id="aecho")
+@tool(description="A test tool.", input={"type": "object"}, output={}, id="aecho")
 async def aecho(input, ctx):
     await asyncio.sleep(0)
     return input
 
 
-@tool(id="forever")
+@tool(description="A test tool.", input={"type": "object"}, output={}, id="forever")
 def forever(input, ctx):
     threading.Event().wait()
 
 
-@tool(id="aforever")
+@tool(description="A test tool.", input={"type": "object"}, output={}, id="aforever")
 async def aforever(input, ctx):
     await asyncio.sleep(3600)
 
 
-@tool(id="printer")
+@tool(description="A test tool.", input={"type": "object"}, output={}, id="printer")
 def printer(input, ctx):
     line = "p" * 1023
     for _ in range(5 * 1024):
@@ -140,14 +140,14 @@ OUTPUTS = {
 }
 
 
-@tool(id="output")
+@tool(description="A test tool.", input={"type": "object"}, output={}, id="output")
 def output(input, ctx):
     if hasattr(sys, "set_int_max_str_digits"):
         sys.set_int_max_str_digits(0)
     return OUTPUTS[input["kind"]]()
 
 
-@tool(id="spawn")
+@tool(description="A test tool.", input={"type": "object"}, output={}, id="spawn")
 def spawn(input, ctx):
     forever_thread = threading.Thread(target=threading.Event().wait)
     forever_thread.start()
@@ -156,14 +156,14 @@ def spawn(input, ctx):
     return {"pid": child.pid}
 
 
-@tool(id="wander")
+@tool(description="A test tool.", input={"type": "object"}, output={}, id="wander")
 def wander(input, ctx):
     os.chdir("/")
     sys.path[:] = ["/nonexistent"]
     return {"cwd": os.getcwd()}
 
 
-@tool(id="mutate")
+@tool(description="A test tool.", input={"type": "object"}, output={}, id="mutate")
 def mutate(input, ctx):
     input["opts"]["n"] += 1
     input["list"].append("more")
@@ -181,12 +181,12 @@ if getattr(builtins, "_kindgi_twice_loaded", False):
 builtins._kindgi_twice_loaded = True
 
 
-@tool(id="once-a")
+@tool(description="A test tool.", input={"type": "object"}, output={}, id="once-a")
 def once_a(input, ctx):
     return {"a": True}
 
 
-@tool(id="once-b")
+@tool(description="A test tool.", input={"type": "object"}, output={}, id="once-b")
 def once_b(input, ctx):
     return {"b": True}
 '''
@@ -219,12 +219,12 @@ ODD = {
 }
 
 
-@guardrail(id="odd")
+@guardrail(id="odd", on_violation="block")
 def odd(config, trace):
     return ODD[config["kind"]]()
 
 
-@guardrail(id="fine")
+@guardrail(id="fine", on_violation="block")
 def fine(config, trace):
     return CheckResult(passed=True, reason="ok")
 '''

@@ -35,20 +35,20 @@ import time
 from kindgi import tool
 
 
-@tool(id="work")
+@tool(description="A test tool.", input={"type": "object"}, output={}, id="work")
 def work(input, ctx):
     time.sleep(input.get("s", 0.02))
     return {"n": input.get("n")}
 
 
-@tool(id="hold")
+@tool(description="A test tool.", input={"type": "object"}, output={}, id="hold")
 def hold(input, ctx):
     print("started %s" % input["n"], flush=True)
     time.sleep(input.get("s", 1.0))
     return {"n": input["n"]}
 
 
-@tool(id="forever")
+@tool(description="A test tool.", input={"type": "object"}, output={}, id="forever")
 def forever(input, ctx):
     print("started forever", flush=True)
     threading.Event().wait()

@@ -22,27 +22,27 @@ TOOLS = '''\
 import time
 from kindgi import tool
 
-@tool(description="A test tool.", id="echo", input={}, output={})
+@tool(description="A test tool.", id="echo", input={"type": "object"}, output={})
 def echo(input):
     return {"input": input}
 
-@tool(description="A test tool.", id="strict", input={}, output={})
+@tool(description="A test tool.", id="strict", input={"type": "object"}, output={})
 def strict(input):
     return {"ok": True}
 
-@tool(description="A test tool.", id="bad-out", input={}, output={})
+@tool(description="A test tool.", id="bad-out", input={"type": "object"}, output={})
 def bad_out(input):
     return {"n": "not a number"}
 
-@tool(description="A test tool.", id="not-json", input={}, output={})
+@tool(description="A test tool.", id="not-json", input={"type": "object"}, output={})
 def not_json(input):
     return {"s": {1, 2}}
 
-@tool(description="A test tool.", id="boom", input={}, output={})
+@tool(description="A test tool.", id="boom", input={"type": "object"}, output={})
 def boom(input):
     raise ValueError("it broke")
 
-@tool(description="A test tool.", id="sleepy", input={}, output={})
+@tool(description="A test tool.", id="sleepy", input={"type": "object"}, output={})
 def sleepy(input, ctx):
     ctx.cancellation.wait(5)
     return {}
@@ -51,7 +51,7 @@ def sleepy(input, ctx):
 MULTI = '''\
 from kindgi import tool
 
-@tool(description="A test tool.", id="multi", version="%s", input={}, output={})
+@tool(description="A test tool.", id="multi", version="%s", input={"type": "object"}, output={})
 def multi(input):
     return {"version": "%s"}
 '''
@@ -59,7 +59,7 @@ def multi(input):
 OTHER = '''\
 from kindgi import tool
 
-@tool(description="A test tool.", id="someone-else", input={}, output={})
+@tool(description="A test tool.", id="someone-else", input={"type": "object"}, output={})
 def someone_else(input):
     return {}
 '''
@@ -67,11 +67,11 @@ def someone_else(input):
 CHECKS = '''\
 from kindgi import guardrail
 
-@guardrail(id="ok")
+@guardrail(id="ok", on_violation="block")
 def ok(config, trace):
     return True
 
-@guardrail(id="limit")
+@guardrail(id="limit", on_violation="block")
 def limit(config, trace):
     return True
 '''

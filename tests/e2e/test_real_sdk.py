@@ -1,43 +1,23 @@
 """When the real ``kindgi`` SDK is importable, the service uses its objects.
 
-The SDK (kindgi 0.1.10, Python 3.11+, with pydantic) goes into a throwaway
-venv under the system temp folder, made once and reused; never into the
-project.  Without a registry to install from, the test skips and says why.
-Runs only on the main interpreter (the SDK needs 3.11+).
+The SDK (kindgi 0.1.10, Python 3.11+, with pydantic) goes into .venv-sdk/ at
+the repository root (ignored by git), made once and reused (tests/e2e/indexing.py).
+Without a registry to install from, the test skips and says why.  Runs only on
+the main interpreter (the SDK needs 3.11+).
 """
 
 from __future__ import annotations
 
 import os
-import subprocess
 import sys
-import tempfile
-from pathlib import Path
 
 import pytest
 
-SDK_VENV = Path(tempfile.gettempdir()) / "kindgi-pack-min-sdk-venv"
-SDK_VERSION = "0.1.10"
+from indexing import require_sdk as sdk_python
 
 pytestmark = pytest.mark.skipif(
     bool(os.environ.get("KINDGI_TEST_PYTHON")) or sys.version_info < (3, 11),
     reason="the real SDK needs Python 3.11+; proved once, on the main interpreter")
-
-
-def sdk_python():
-    """The venv's python with kindgi installed, or a skip with the reason."""
-    python = SDK_VENV / "bin" / "python"
-    probe = [str(python), "-c", "import kindgi, sys; sys.exit(kindgi.__version__ != %r)" % SDK_VERSION]
-    if python.exists() and subprocess.call(probe, stderr=subprocess.DEVNULL) == 0:
-        return python
-    try:
-        subprocess.run([sys.executable, "-m", "venv", str(SDK_VENV)], check=True, timeout=120,
-                       stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
-        subprocess.run([str(python), "-m", "pip", "install", "--quiet", "kindgi==%s" % SDK_VERSION],
-                       check=True, timeout=300, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
-    except (subprocess.SubprocessError, OSError) as exc:
-        pytest.skip("could not install kindgi==%s into %s: %s" % (SDK_VERSION, SDK_VENV, exc))
-    return python
 
 
 SDK_PACK = '''

@@ -31,25 +31,25 @@ PACK_CODE = '''
 import os, time
 from kindgi import tool, guardrail
 
-@tool(id="echo", version="1.0.0")
+@tool(description="A test tool.", input={"type": "object"}, output={}, id="echo", version="1.0.0")
 def echo(input, ctx):
     return input
 
-@tool(id="chatty", version="1.0.0")
+@tool(description="A test tool.", input={"type": "object"}, output={}, id="chatty", version="1.0.0")
 def chatty(input, ctx):
     ctx.log.info("pack code says hello", {"zeta": 1}, alpha=2)
     return {}
 
-@tool(id="big", version="1.0.0")
+@tool(description="A test tool.", input={"type": "object"}, output={}, id="big", version="1.0.0")
 def big(input, ctx):
     ctx.log.info("a long record", blob=input["mark"] * input["size"])
     return {}
 
-@tool(id="boom", version="1.0.0")
+@tool(description="A test tool.", input={"type": "object"}, output={}, id="boom", version="1.0.0")
 def boom(input, ctx):
     raise ValueError("boom")
 
-@tool(id="printer", version="1.0.0")
+@tool(description="A test tool.", input={"type": "object"}, output={}, id="printer", version="1.0.0")
 def printer(input, ctx):
     """Prints a line, then waits for the release file: the line must be out before the return."""
     print(input["line"])
@@ -58,7 +58,7 @@ def printer(input, ctx):
         time.sleep(0.02)
     return {"printed": True}
 
-@guardrail(id="g")
+@guardrail(id="g", on_violation="block")
 def g(config, trace):
     return True
 '''

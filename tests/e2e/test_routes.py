@@ -68,7 +68,7 @@ def touch(input):
 CHECK = '''\
 from kindgi import guardrail
 
-@guardrail(id="g-a", check_id="shared-check")
+@guardrail(id="g-a", check_id="shared-check", on_violation="block")
 def a(config, trace):
     return True
 '''
@@ -76,7 +76,7 @@ def a(config, trace):
 CHECK_B = '''\
 from kindgi import guardrail
 
-@guardrail(id="g-b", check_id="shared-check")
+@guardrail(id="g-b", check_id="shared-check", on_violation="block")
 def b(config, trace):
     return True
 '''
@@ -84,7 +84,7 @@ def b(config, trace):
 CHECK_PLAIN = '''\
 from kindgi import guardrail
 
-@guardrail(id="plain-check")
+@guardrail(id="plain-check", on_violation="block")
 def plain(config, trace):
     return True
 '''

@@ -41,7 +41,8 @@ NAMES = ("tool", "guardrail", "http_tool", "Tool", "Guardrail", "Agent", "Flow",
 
 module_log = get_logger("pack.surface")
 
-web = http_tool(id="web", description="Fetch a page", input={"type": "object"}, output={},
+web = http_tool(id="web", description="Fetch a page", input={"type": "object", "properties": {"q": {"type": "string"}}},
+                output={},
                 method="GET", url_template="https://example.test/{q}")
 
 helper_agent = Agent(id="helper", version="1.0.0", name="Helper", instructions="Be brief.", tools=[web])
@@ -128,7 +129,7 @@ def surface(input, ctx):
     }
 
 
-@guardrail(id="ok", check_id="surface-check")
+@guardrail(id="ok", check_id="surface-check", on_violation="block")
 def ok(config, trace: RunTrace):
     calls = [c.tool_id for c in trace.tool_calls]
     return CheckResult(passed=not calls, reason="saw %d calls" % len(calls), judge_response="none",
@@ -139,7 +140,7 @@ def ok(config, trace: RunTrace):
 RESERVED = '''\
 from kindgi import guardrail
 
-@guardrail(id="must-cite")
+@guardrail(id="must-cite", on_violation="block")
 def must_cite(config, trace):
     return True
 '''
@@ -209,7 +210,7 @@ class LimitConfig(BaseModel):
         return value
 
 
-@guardrail(id="limit")
+@guardrail(id="limit", on_violation="block")
 def limit(config: LimitConfig, trace: RunTrace) -> CheckResult:
     output = trace.output or ""
     return CheckResult(passed=len(output) <= config.max_chars,

@@ -29,18 +29,18 @@ PINNED = {"kindgi-tenant-id": TENANT}
 PACK_CODE = '''
 from kindgi import tool, guardrail
 
-@tool(id="mark", version="1.0.0")
+@tool(description="A test tool.", input={"type": "object"}, output={}, id="mark", version="1.0.0")
 def mark(input, ctx):
     open(input["path"], "w").close()
     return {"tenant": ctx.tenant_id}
 
-@tool(id="hold", version="1.0.0")
+@tool(description="A test tool.", input={"type": "object"}, output={}, id="hold", version="1.0.0")
 def hold(input, ctx):
     """Holds its slot until the test writes to the FIFO."""
     with open(input["fifo"]) as fifo:
         return {"read": fifo.read()}
 
-@guardrail(id="g")
+@guardrail(id="g", on_violation="block")
 def g(config, trace):
     open(config["path"], "w").close()
     return True

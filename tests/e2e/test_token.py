@@ -75,7 +75,7 @@ def open_pipes():
             pass
     return found
 
-@tool(id="probe", version="1.0.0", input={"type": "object"}, output={"type": "object"})
+@tool(description="A test tool.", id="probe", version="1.0.0", input={"type": "object"}, output={"type": "object"})
 def probe(input, ctx):
     """Everything pack code can read about its environment."""
     child = subprocess.run(["env", "-0"], stdout=subprocess.PIPE, check=True).stdout
@@ -87,7 +87,7 @@ def probe(input, ctx):
         "pipes": open_pipes(),
     }
 
-@tool(id="leak", version="1.0.0", input={"type": "object"}, output={"type": "object"})
+@tool(description="A test tool.", id="leak", version="1.0.0", input={"type": "object"}, output={"type": "object"})
 def leak(input, ctx):
     """Logs and prints the value it is given."""
     secret = input["value"]

@@ -15,13 +15,13 @@ from conftest import PackWriter
 MULTI = '''\
 from kindgi import tool
 
-@tool(description="A test tool.", id="multi", version="%(v)s", input={}, output={})
+@tool(description="A test tool.", id="multi", version="%(v)s", input={"type": "object"}, output={})
 def multi(input):
     return {"version": "%(v)s"}
 '''
 
 MIXED = '''
-@tool(description="A test tool.", id="mixed", version=%(mixed)s, input={}, output={})
+@tool(description="A test tool.", id="mixed", version=%(mixed)s, input={"type": "object"}, output={})
 def mixed(input):
     return {"version": %(mixed)s}
 '''
@@ -30,52 +30,52 @@ BASIC = '''\
 import asyncio
 from kindgi import tool
 
-@tool(description="A test tool.", id="single", version="1.0.0", input={}, output={})
+@tool(description="A test tool.", id="single", version="1.0.0", input={"type": "object"}, output={})
 def single(input):
     return {"single": True}
 
-@tool(description="A test tool.", id="plain", input={}, output={})
+@tool(description="A test tool.", id="plain", input={"type": "object"}, output={})
 def plain(input):
     return {"plain": True}
 
-@tool(description="A test tool.", id="seen", input={}, output={})
+@tool(description="A test tool.", id="seen", input={"type": "object"}, output={})
 def seen(input):
     return {"seen": input}
 
-@tool(description="A test tool.", id="mutator", input={}, output={})
+@tool(description="A test tool.", id="mutator", input={"type": "object"}, output={})
 def mutator(input):
     seen = {"options": dict(input["options"]), "tags": list(input["tags"])}
     input["options"]["mutated"] = True
     input["tags"].append("mutated")
     return seen
 
-@tool(description="A test tool.", id="sync-one", input={}, output={})
+@tool(description="A test tool.", id="sync-one", input={"type": "object"}, output={})
 def sync_one(input):
     return {"args": 1, "input": input}
 
-@tool(description="A test tool.", id="sync-two", input={}, output={})
+@tool(description="A test tool.", id="sync-two", input={"type": "object"}, output={})
 def sync_two(input, ctx):
     return {"args": 2, "input": input, "tenant": ctx.tenant_id}
 
-@tool(description="A test tool.", id="async-one", input={}, output={})
+@tool(description="A test tool.", id="async-one", input={"type": "object"}, output={})
 async def async_one(input):
     await asyncio.sleep(0)
     return {"args": 1, "async": True, "input": input}
 
-@tool(description="A test tool.", id="async-two", input={}, output={})
+@tool(description="A test tool.", id="async-two", input={"type": "object"}, output={})
 async def async_two(input, ctx):
     await asyncio.sleep(0.01)
     return {"args": 2, "async": True, "run": ctx.run_id}
 
-@tool(description="A test tool.", id="returns", input={}, output={})
+@tool(description="A test tool.", id="returns", input={"type": "object"}, output={})
 def returns(input):
     return input["value"]
 
-@tool(description="A test tool.", id="anything", input={}, output={})
+@tool(description="A test tool.", id="anything", input={"type": "object"}, output={})
 def anything(input):
     return input["value"]
 
-@tool(description="A test tool.", id="bad-output", input={}, output={})
+@tool(description="A test tool.", id="bad-output", input={"type": "object"}, output={})
 def bad_output(input):
     return input["value"]
 '''
@@ -93,7 +93,7 @@ def attempt(action):
         return "AttributeError"
     return "allowed"
 
-@tool(description="A test tool.", id="context", input={}, output={})
+@tool(description="A test tool.", id="context", input={"type": "object"}, output={})
 def context(input, ctx):
     def set_env():
         ctx.env["NEW"] = "x"
@@ -159,7 +159,7 @@ OUTPUTS = {
     "leaving-mapping": lambda: {"list": [LeavingMapping(a=1)]},
 }
 
-@tool(description="A test tool.", id="not-json", input={}, output={})
+@tool(description="A test tool.", id="not-json", input={"type": "object"}, output={})
 def not_json(input):
     return OUTPUTS[input["kind"]]()
 '''
@@ -186,11 +186,11 @@ RAISE = {
 def fail_here(kind):
     raise RAISE[kind]()
 
-@tool(description="A test tool.", id="throw", input={}, output={})
+@tool(description="A test tool.", id="throw", input={"type": "object"}, output={})
 def throw(input):
     fail_here(input["kind"])
 
-@tool(description="A test tool.", id="async-throw", input={}, output={})
+@tool(description="A test tool.", id="async-throw", input={"type": "object"}, output={})
 async def async_throw(input):
     await asyncio.sleep(0)
     fail_here(input["kind"])
@@ -202,7 +202,7 @@ from .helpers import shout
 from ...lib.words import WORDS
 from lib import words as top_level_words
 
-@tool(description="A test tool.", id="relative", input={}, output={})
+@tool(description="A test tool.", id="relative", input={"type": "object"}, output={})
 def relative(input):
     return {"shout": shout(input["text"]), "words": WORDS, "topLevel": top_level_words.WORDS,
             "module": __name__, "package": __package__}

@@ -12,8 +12,9 @@ DEFAULT_MAX_UPPER = 10
 def no_shouting(config: dict, trace: RunTrace):
     """Fail when the run's output has more than config["maxUpper"] words in capitals.
 
-    The service validates *config* against the index's configSchema as sent
-    (without filling defaults), so the default is applied here.
+    *config* is a plain dict (a config typed with a pydantic model would get a
+    configSchema in the index, checked and filled by the service), so the
+    default is applied here.
     """
     limit = config.get("maxUpper", DEFAULT_MAX_UPPER)
     output = trace.output if isinstance(trace.output, str) else ""

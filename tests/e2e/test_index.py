@@ -1,0 +1,273 @@
+"""End-to-end: ``kindgi_pack_min.py index`` as a subprocess, under $KINDGI_TEST_PYTHON.
+
+On every interpreter CI runs this file with, the indexer must write for each pack in
+tests/packs/ the bytes the SDK's indexer wrote (tests/packs/expected/, checked against
+the SDK itself by test_index_sdk.py) and report the same outcome; re-index the example
+and the benchmark pack to their committed bytes; answer every run error as expected;
+and the service must boot from each index it wrote and answer its tools and checks.
+"""
+
+import json
+import os
+import signal
+import subprocess
+import time
+from datetime import datetime, timedelta, timezone
+
+import pytest
+
+from indexing import (EXPECTED, PACKS, PINS, PLAIN_PACKS, PYTHON, ROOT, RUN_ERRORS, SERVICE, TOOL, copy_pack,
+                      outcome_of, run_error_args, run_index, write_files)
+
+
+def index_copy(name, tmp_path):
+    """Copy tests/packs/NAME to tmp_path and index it with the pins; (root, Ran)."""
+    root = copy_pack(PACKS / name, tmp_path / name)
+    return root, run_index(["--pack-dir", root, "--json"] + PINS)
+
+
+# -- byte for byte, every pack ---------------------------------------------------------------
+
+@pytest.mark.parametrize("name", PLAIN_PACKS)
+def test_the_index_is_the_sdks_byte_for_byte(tmp_path, name):
+    root, ran = index_copy(name, tmp_path)
+    assert ran.code == 0, ran
+    assert (root / "index.json").read_bytes() == (EXPECTED / (name + ".index.json")).read_bytes()
+    expected = json.loads((EXPECTED / (name + ".outcome.json")).read_text(encoding="utf-8"))
+    assert outcome_of(ran, root) == expected
+
+
+@pytest.mark.parametrize("folder", ["examples/hello-pack", "bench/pack"])
+def test_the_committed_indexes_are_the_indexers_output(tmp_path, folder):
+    committed = (ROOT / folder / "index.json").read_bytes()
+    pins = json.loads(committed.decode("utf-8"))
+    root = copy_pack(ROOT / folder, tmp_path / "pack")
+    ran = run_index(["--pack-dir", root, "--artifact-version", pins["artifactVersion"],
+                     "--published-at", pins["publishedAt"]])
+    assert ran.code == 0, ran
+    assert (root / "index.json").read_bytes() == committed
+
+
+def test_the_json_outcome_is_one_ascii_line(tmp_path):
+    root = write_files(tmp_path / "pack", {"pyproject.toml": '[tool.kindgi.pack]\nid = "a"\nversion = "1.0.0"\n',
+                                           "tools/gr\u00fc\u00dfe.py": 'raise ValueError("Gr\u00fc\u00dfe")\n'})
+    ran = run_index(["--pack-dir", root, "--json"] + PINS)
+    assert ran.stdout.endswith("\n") and ran.stdout.count("\n") == 1
+    assert ran.stdout.isascii() and "Gr\\u00fc\\u00dfe" in ran.stdout
+    value = json.loads(ran.stdout)["value"]
+    assert value["outputPath"] == str(root / "index.json")
+    assert value["fileErrors"][0]["cause"]["message"] == "Gr\u00fc\u00dfe"
+
+
+# -- run errors --------------------------------------------------------------------------
+
+def run_error(case, tmp_path):
+    root = write_files(tmp_path / "pack", RUN_ERRORS[case][0])
+    ran = run_index(run_error_args(case, root))
+    assert ran.code == 1, ran
+    assert not (root / "index.json").exists()
+    return outcome_of(ran, root)["error"]
+
+
+NOT_READ = "Failed to read <pack>/pyproject.toml: "
+
+
+def config_error(code, problem, field=None):
+    """The outcome's error for a config file that can't be used."""
+    error = {"code": code, "filePath": "<pack>/pyproject.toml", "message": "Config file <pack>/pyproject.toml: "
+             + problem}
+    if field is not None:
+        error["field"] = field
+    return error
+
+
+def not_matching(where, problem):
+    """The outcome's error for an index that does not match pack-index.schema.json."""
+    return {"code": "manifest-validation-failed",
+            "message": "The index does not match pack-index.schema.json at %s: %s" % (where, problem)}
+
+
+RUN_ERROR_OUTCOMES = {
+    "no-pyproject": {"code": "config-not-found", "message": "No pyproject.toml found at pack root <pack>"},
+    "config-path-missing": {"code": "config-not-found", "message": "No pyproject.toml found at pack root <pack>"},
+    "no-kindgi-table": {"code": "config-not-found", "message": "<pack>/pyproject.toml has no [tool.kindgi] table",
+                        "filePath": "<pack>/pyproject.toml"},
+    "no-pack-table": config_error("config-parse-failed", "'pack' field is missing or not an object"),
+    "empty-id": config_error("config-parse-failed", "'pack.id' is missing or not a non-empty string"),
+    "version-not-string": config_error("config-parse-failed", "'pack.version' is missing or not a non-empty string"),
+    "discovery-not-globs": config_error("config-parse-failed", "'discovery' must map kinds to glob strings"),
+    "env-not-table": config_error("config-invalid", "`env` must be a table: required = [...], optional = [...]",
+                                  "env"),
+    "env-unknown-key": config_error("config-invalid", "`env` takes only `required` and `optional`, not `secret`",
+                                    "env"),
+    "env-problems": config_error("config-invalid", '"1BAD" in `env.required` isn\'t an environment variable name; '
+                                 '"KINDGI_TOKEN" in `env.required`: `KINDGI_*` names configure Kindgi, not the pack; '
+                                 '"DUP" is listed twice in `env.required`; "BOTH" is in both `env.required` and '
+                                 '`env.optional`; "ok-not" in `env.optional` isn\'t an environment variable name', "env"),
+    "env-not-list": config_error("config-invalid", "`env.required` must be a list of names; `env.optional` must be "
+                                 "a list of names", "env"),
+    "discovery-empty": {"code": "discovery-empty", "message": "Indexer discovered zero files under <pack>. "
+                        "Check the [tool.kindgi.discovery] patterns."},
+    "published-at-not-date-time": not_matching("/publishedAt", 'must match format "date-time"'),
+    "published-at-offset-without-colon": not_matching("/publishedAt", 'must match format "date-time"'),
+    "guardrail-kind-empty": not_matching("/guardrails/0/kind", "must NOT have fewer than 1 characters"),
+    "tool-sandbox-not-string": not_matching("/tools/0/sandbox", "must be string"),
+}
+
+
+@pytest.mark.parametrize("case", sorted(RUN_ERROR_OUTCOMES))
+def test_run_errors(tmp_path, case):
+    assert run_error(case, tmp_path) == RUN_ERROR_OUTCOMES[case]
+
+
+def test_a_toml_error_names_the_line(tmp_path):
+    """tomllib's words on 3.11+, the project's reader's before: both name the line."""
+    error = run_error("bad-toml", tmp_path)
+    assert error["code"] == "config-parse-failed"
+    assert error["filePath"] == "<pack>/pyproject.toml"
+    assert error["message"].startswith(NOT_READ)
+    assert "line 2" in error["message"]
+
+
+def test_output_write_failed(tmp_path):
+    error = run_error("output-under-a-file", tmp_path)
+    assert error["code"] == "output-write-failed"
+    assert error["filePath"] == "<pack>/pyproject.toml/index.json"
+    assert error["message"].startswith("Failed to write <pack>/pyproject.toml/index.json: ")
+
+
+def test_toml_outside_the_readers_part_is_refused_before_3_11_and_read_after(tmp_path):
+    config = '[tool.kindgi.pack]\nid = "acme.run"\nversion = "1.0.0"\nmeta = {owner = "x"}\n'
+    root = write_files(tmp_path / "pack", {"pyproject.toml": config, "tools/t.py": TOOL})
+    ran = run_index(["--pack-dir", root, "--json"] + PINS)
+    reads_all = run_python("import sys; print(sys.version_info >= (3, 11))") == "True"
+    if reads_all:
+        assert ran.code == 0, ran
+    else:
+        error = outcome_of(ran, root)["error"]
+        assert error["code"] == "config-parse-failed"
+        assert error["message"].startswith(NOT_READ + "line 4: inline tables")
+
+
+def run_python(code):
+    return subprocess.run([PYTHON, "-c", code], stdout=subprocess.PIPE, timeout=60,
+                          universal_newlines=True).stdout.strip()
+
+
+# -- the command line ----------------------------------------------------------------------
+
+def test_help_explains_the_command():
+    ran = run_index(["--help"])
+    assert ran.code == 0
+    for flag in ("--pack-dir", "--config", "--output", "--artifact-version", "--published-at", "--json"):
+        assert flag in ran.stdout
+    assert "Exit status" in ran.stdout and ran.stderr == ""
+
+
+@pytest.mark.parametrize("args, problem", [
+    ([], "--pack-dir is required"),
+    (["--json"], "--pack-dir is required"),
+    (["--pack-dir"], "unexpected argument --pack-dir"),
+    (["--pack-dir", ".", "--colour", "red"], "unexpected argument --colour"),
+    (["pack"], "unexpected argument pack"),
+])
+def test_usage_errors_exit_2(args, problem):
+    ran = run_index(args)
+    assert ran.code == 2, ran
+    assert ran.stdout == ""
+    assert ran.stderr.startswith("kindgi_pack_min index: %s\nusage: " % problem)
+
+
+def test_without_json_the_report_is_printed_and_an_error_goes_to_stderr(tmp_path):
+    root, _ = index_copy("env", tmp_path)
+    ran = run_index(["--pack-dir", root] + PINS)
+    assert ran.code == 0, ran
+    assert json.loads(ran.stdout)["counts"] == {"tools": 1, "guardrails": 0, "agents": 0, "flows": 0}
+    ran = run_index(["--pack-dir", tmp_path / "nowhere"])
+    assert (ran.code, ran.stdout) == (1, "")
+    assert ran.stderr == "kindgi_pack_min index: config-not-found: No pyproject.toml found at pack root %s\n" % (
+        tmp_path / "nowhere")
+
+
+def test_config_and_output_elsewhere(tmp_path):
+    """--config names the TOML file, --output the index: folders are made, no temporary file stays."""
+    root = copy_pack(PACKS / "env-empty", tmp_path / "pack")
+    (root / "pyproject.toml").rename(tmp_path / "kindgi.toml")
+    output = tmp_path / "out" / "deeper" / "index.json"
+    ran = run_index(["--pack-dir", root, "--config", tmp_path / "kindgi.toml", "--output", output, "--json"]
+                    + PINS)
+    assert ran.code == 0, ran
+    assert output.read_bytes() == (EXPECTED / "env-empty.index.json").read_bytes()
+    assert os.listdir(str(output.parent)) == ["index.json"]
+    assert not (root / "index.json").exists()
+
+
+def test_artifact_version_and_published_at_default_to_today(tmp_path):
+    root = copy_pack(PACKS / "env-empty", tmp_path / "pack")
+    days = {(datetime.now(timezone.utc) + timedelta(seconds=s)).strftime("%Y%m%d") for s in (0, 60)}
+    versions = []
+    for _ in range(3):
+        ran = run_index(["--pack-dir", root, "--json"])
+        assert ran.code == 0, ran
+        value = json.loads(ran.stdout)["value"]
+        versions.append(value["artifactVersion"])
+        published = datetime.strptime(value["publishedAt"], "%Y-%m-%dT%H:%M:%S.%fZ")
+        assert value["publishedAt"][-5] == "." and published.strftime("%Y%m%d") in days
+    day, _, n = versions[0].partition(".")
+    assert day in days
+    if all(v.startswith(day + ".") for v in versions):   # not across midnight
+        assert versions == ["%s.%d" % (day, int(n) + i) for i in range(3)]
+
+
+def test_ctrl_c_stops_the_indexer(tmp_path):
+    """SIGINT reaches the indexer (the service holds it until its handlers are in)."""
+    marker = tmp_path / "importing"
+    root = write_files(tmp_path / "pack", {
+        "pyproject.toml": '[tool.kindgi.pack]\nid = "acme.slow"\nversion = "1.0.0"\n',
+        "tools/slow.py": "import time\nopen(%r, 'w').close()\ntime.sleep(60)\n" % str(marker)})
+    proc = subprocess.Popen([PYTHON, str(SERVICE), "index", "--pack-dir", str(root), "--json"],
+                            stdout=subprocess.PIPE, stderr=subprocess.PIPE)
+    try:
+        deadline = time.monotonic() + 30
+        while not marker.exists() and time.monotonic() < deadline and proc.poll() is None:
+            time.sleep(0.05)
+        assert marker.exists(), proc.communicate(timeout=10)
+        proc.send_signal(signal.SIGINT)
+        _, stderr = proc.communicate(timeout=20)
+        assert proc.returncode != 0
+        assert b"KeyboardInterrupt" in stderr
+        assert not (root / "index.json").exists()
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+            proc.wait(10)
+
+
+# -- the service serves what the indexer wrote ---------------------------------------------
+
+SERVED = {name: {} for name in PLAIN_PACKS}
+SERVED["env"] = {"ZED_URL": "z", "alpha_key": "a", "_UNDER": "u", "Beta": "b"}
+
+
+@pytest.mark.parametrize("name", PLAIN_PACKS)
+def test_the_service_boots_from_the_index_and_answers(launcher, tmp_path, name):
+    root, ran = index_copy(name, tmp_path)
+    assert ran.code == 0, ran
+    index = json.loads((root / "index.json").read_text(encoding="utf-8"))
+    service = launcher.start(str(root / "index.json"), env=SERVED[name])
+    info = service.request("GET", "/v1/info").json
+    assert sorted((t["id"], t["version"]) for t in info["tools"]) == sorted(
+        (t["id"], t["version"]) for t in index["tools"])
+    assert sorted(info["checks"]) == sorted(g["checkId"] for g in index["guardrails"])
+    assert info["missingEnv"] == []
+    for entry in index["tools"]:
+        answer = service.call_tool(entry["id"], {"value": 1, "city": "Oslo"}, version=entry["version"]).json
+        if "spec" in entry:   # an http tool: the runtime makes its request, not pack code
+            assert answer["code"] == "handler-throw", answer
+            assert "is an HTTP tool" in answer["message"]
+        else:
+            assert answer["kind"] == "result", (entry["id"], answer)
+    for entry in index["guardrails"]:
+        answer = service.call_check(entry["checkId"], trace={"runId": "r", "tenantId": "t", "output": "bitte"}).json
+        assert answer["kind"] == "check-result", (entry["id"], answer)
+

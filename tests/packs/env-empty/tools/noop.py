@@ -1,0 +1,6 @@
+from kindgi import tool
+
+
+@tool(id="acme.env-empty.noop", description="Nothing.", input={"type": "object"}, output={})
+def noop(input):
+    return {}

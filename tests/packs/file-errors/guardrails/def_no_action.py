@@ -1,0 +1,5 @@
+from kindgi import guardrail
+
+@guardrail(id="acme.errors.none")
+def f(config, trace):
+    return True

@@ -1,0 +1,5 @@
+from kindgi import guardrail
+
+@guardrail(id="acme.errors.one", on_violation="halt")
+def f(config):
+    return True

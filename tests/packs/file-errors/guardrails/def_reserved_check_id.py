@@ -1,0 +1,5 @@
+from kindgi import guardrail
+
+@guardrail(id="acme.errors.cite", check_id="tool-order", on_violation="halt")
+def f(config, trace):
+    return True

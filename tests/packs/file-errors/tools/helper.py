@@ -1,0 +1,3 @@
+"""Defines nothing and its name has no leading _: no-primitives."""
+
+VALUE = 1

@@ -1,0 +1,1 @@
+raise RuntimeError("guardrails/check_?.py matches one character only")

@@ -1,0 +1,1 @@
+raise RuntimeError("lib/ is matched by no glob")

@@ -1,0 +1,1 @@
+raise RuntimeError("a dot file is never imported")

@@ -1,0 +1,1 @@
+raise RuntimeError("hidden folders are never walked")

@@ -1,0 +1,1 @@
+raise RuntimeError("a test file must never be imported by the indexer")

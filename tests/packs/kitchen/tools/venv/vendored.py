@@ -1,0 +1,1 @@
+raise RuntimeError("venv is never walked")

@@ -1,0 +1,265 @@
+"""The stand-in ``kindgi``'s declarations, in process: what they carry for the indexer and what
+they refuse, in the SDK's words.
+
+Whole packs are compared with the SDK's indexer in tests/e2e/test_index_sdk.py (the
+file-errors pack holds every refusal); here each rule is checked on its own, quickly.
+"""
+
+import functools
+import inspect
+import json
+import subprocess
+import sys
+import typing
+
+import pytest
+
+import kindgi_pack_min as service
+from conftest import ROOT
+
+sys.path.insert(0, str(ROOT / "tests" / "e2e"))
+from indexing import require_sdk  # noqa: E402
+
+
+@pytest.fixture
+def kindgi():
+    module = service.install_standin()
+    try:
+        yield module
+    finally:
+        service.remove_standin()
+
+
+def refusal(action):
+    with pytest.raises(service.DefinitionError) as refused:
+        action()
+    return str(refused.value)
+
+
+OBJECT = {"type": "object"}
+
+
+def test_a_tool_carries_what_the_index_lists(kindgi):
+    @kindgi.tool(id="t", version="1.2.3", input=OBJECT, output={}, effects=[{"kind": "reads"}], mutating=False,
+                 needs_approval_when_unattended=True, needs=[{"kind": "secret"}], needs_spec={"a": 1},
+                 sandbox="strict", limits={"timeoutMs": 1}, network={"allow": []})
+    async def t(input, ctx):
+        """Doc."""
+    assert (t.id, t.version, t.description, t.input_schema, t.output_schema) == ("t", "1.2.3", "Doc.", OBJECT, {})
+    assert (t.effects, t.mutating, t.needs_approval_when_unattended, t.needs, t.needs_spec) == (
+        ({"kind": "reads"},), False, True, [{"kind": "secret"}], {"a": 1})
+    assert (t.sandbox, t.limits, t.network, t.spec, t.module) == ("strict", {"timeoutMs": 1}, {"allow": []},
+                                                                 None, __name__)
+    assert t.takes_context and t.is_async
+
+
+def test_types_from_annotations(kindgi):
+    @kindgi.tool(id="t", description="d")
+    def t(input: dict) -> typing.Mapping:
+        return input
+    assert t.input_schema == t.output_schema == {"additionalProperties": True, "type": "object"}
+    assert t.input_type is dict and t._input_adapter is None
+
+
+def test_string_annotations_are_evaluated_in_the_module_and_the_callers_locals(kindgi):
+    Local = dict   # noqa: N806  (a type only the caller's locals know)
+
+    @kindgi.tool(id="t", description="d")
+    def t(input: "Local", ctx: "kindgi.ToolContext") -> "None":
+        return None
+    assert t.input_type is dict
+    assert t.output_type is type(None) and t.output_schema == {"type": "null"}
+
+
+def test_when_one_annotation_cant_be_evaluated_all_stay_as_written():
+    def f(input: "dict", ctx: "Undefined") -> "dict":  # noqa: F821
+        pass
+    assert service._standin_hints(f, {}) == {"input": "dict", "ctx": "Undefined", "return": "dict"}
+
+
+@pytest.mark.parametrize("define, message", [
+    (lambda k: k.tool(id="t", version="1.0", description="d", input=OBJECT, output={})(lambda i: i),
+     'Tool "t": version must be an exact semver (e.g. 1.2.3), got \'1.0\''),
+    (lambda k: k.tool(id="", description="d", input=OBJECT, output={})(lambda i: i),
+     'Tool "": id must be a non-empty string'),
+    (lambda k: k.tool(id="t", input=OBJECT, output={})(lambda i: i),
+     'Tool "t" needs a description (description= or a docstring)'),
+    (lambda k: k.tool(id="t", description="d", input=OBJECT, output={})(lambda: 1),
+     'Tool "t": the handler takes (input) or (input, ctx), got 0 parameters'),
+    (lambda k: k.tool(id="t", description="d", output={})(lambda i: i),
+     'Tool "t": annotate the handler\'s input parameter or pass input='),
+    (lambda k: k.tool(id="t", description="d", input=OBJECT)(lambda i: i),
+     'Tool "t": annotate the handler\'s return type or pass output='),
+    (lambda k: k.tool(id="t", description="d", input=typing.Any, output={})(lambda i: i),
+     'Tool "t": the input must be an object type (a model, TypedDict, or object schema)'),
+    (lambda k: k.tool(id="t", description="d", input=OBJECT, output={})(5),
+     'Tool "t": cannot read the function\'s signature'),
+    (lambda k: k.guardrail(id="must-cite", on_violation="halt")(lambda c, t: True),
+     'Guardrail "must-cite": its check id "must-cite" is a built-in check\'s, and a pack can\'t replace a '
+     'built-in. Rename your check (check_id="<pack>.checks.must-cite"), or rename the guardrail.'),
+    (lambda k: k.guardrail(id="g")(lambda c, t: True), 'Guardrail "g": pass exactly one of on_violation= or action='),
+    (lambda k: k.guardrail(id="g", action={})(lambda c, t: True), 'Guardrail "g": action needs a string "on-violation"'),
+    (lambda k: k.guardrail(id="g", on_violation="halt")(lambda c: True),
+     'Guardrail "g": the check takes (config, trace), got 1 parameters'),
+    (lambda k: k.Agent(id="a", version="1", name="n", instructions="i"),
+     'Agent "a": version must be an exact semver, got \'1\''),
+    (lambda k: k.Agent(id="a", version="1.0.0", name="n", instructions={"prompt": 1}),
+     'Agent "a": instructions must be a string, or a prompt block {"prompt", "version"}'),
+    (lambda k: k.Flow(id=" ", version="1", nodes=[], edges=[]), 'Flow " ": id must be a non-empty string'),
+    (lambda k: k.http_tool(id="h", description=" ", input=OBJECT, output={}, method="GET", url_template="u"),
+     'Tool "h" needs a description'),
+    (lambda k: k.http_tool(id="h", description="d", input=OBJECT, output={}, method="GET", url_template="/{x}"),
+     'Tool "h": {x} not a field of the input, which fills placeholders'),
+    (lambda k: k.http_tool(id="h", description="d", input=OBJECT, output={}, method="PUT", url_template="u",
+                           success_status=(0, 200)),
+     'Tool "h": not a valid HTTP tool spec: /successStatus/min must be >= 100'),
+])
+def test_refused_where_declared_in_the_sdks_words(kindgi, define, message):
+    assert refusal(lambda: define(kindgi)) == message
+
+
+def test_definition_error_is_a_value_error(kindgi):
+    assert issubclass(kindgi.DefinitionError, ValueError)
+
+
+def test_a_guardrail_carries_what_the_index_lists(kindgi):
+    @kindgi.guardrail(id="g", kind="llm", name="G", severity="high", scope={"a": 1}, check_id="p.checks.g",
+                      action={"on-violation": "retry", "retry": {"maxAttempts": 2}}, config={"limit": 1},
+                      sandbox="s", limits={"l": 1}, network={"n": 1})
+    def g(config: dict, trace: "RunTrace"):  # noqa: F821
+        return True
+    assert (g.id, g.kind, g.name, g.severity, g.scope, g.check_id) == ("g", "llm", "G", "high", {"a": 1}, "p.checks.g")
+    assert (g.action, g.config, g.config_schema, g.sandbox, g.limits, g.network) == (
+        {"on-violation": "retry", "retry": {"maxAttempts": 2}}, {"limit": 1}, None, "s", {"l": 1}, {"n": 1})
+    assert g.trace_is_model is False   # "RunTrace" is not defined here: annotations stay as written
+
+
+def test_http_tool_spec(kindgi):
+    h = kindgi.http_tool(id="h", description="d", input={"type": "object", "properties": {"city": {}}}, output={},
+                         method="GET", url_template="https://x.test/{city}", headers={"a": "b"}, timeout_ms=5,
+                         request_body={"kind": "json-input"}, success_status=(200, 204), parse_json=False)
+    assert h.spec == {"kind": "http", "method": "GET", "urlTemplate": "https://x.test/{city}",
+                      "headers": [{"name": "a", "value": "b"}], "requestBody": {"kind": "json-input"},
+                      "timeoutMs": 5, "parseJson": False, "successStatus": {"min": 200, "max": 204}}
+    assert h.module == __name__ and not h.takes_context
+    with pytest.raises(RuntimeError, match='Tool "h" is an HTTP tool: the Kindgi runtime makes its request'):
+        h.handler({"city": "x"})
+
+
+def test_agents_and_flows_are_equal_only_to_themselves(kindgi):
+    one = kindgi.Agent(id="a", version="1.0.0", name="n", instructions="i")
+    two = kindgi.Agent(id="a", version="1.0.0", name="n", instructions="i")
+    assert one != two and one == one and len({one, two}) == 2
+    assert one.module == __name__
+
+
+def test_get_logger_takes_the_subsystem_positionally(kindgi):
+    get_logger = sys.modules["kindgi.log"].get_logger
+    assert get_logger() is get_logger("pack.x", bindings=1)
+    with pytest.raises(TypeError, match="at most 1 positional argument"):
+        get_logger("a", "b")
+
+
+# -- docstrings as inspect.getdoc gives them ------------------------------------------------------
+
+class Base:
+    def method(self, input):
+        """Inherited docstring."""
+
+
+class Child(Base):
+    def method(self, input):
+        pass
+
+
+def one_line(input):
+    """   Spaces before and after.   """
+
+
+def many_lines(input):
+    """First line.
+
+        Indented more.
+    \tA tab.
+
+    """
+
+
+def no_doc(input):
+    pass
+
+
+@functools.wraps(one_line)
+def wrapped(input):
+    pass
+
+
+@pytest.mark.parametrize("fn", [one_line, many_lines, no_doc, wrapped, Child().method, Child.method,
+                                functools.partial(one_line), lambda input: input])
+def test_docstrings_are_read_as_inspect_reads_them(fn):
+    assert service._standin_doc(fn) == inspect.getdoc(fn)
+
+
+# -- schemas of types ------------------------------------------------------------------------------
+
+def test_without_pydantic_only_fixed_schemas_are_known():
+    code = ("import sys; sys.path.insert(0, %r)\nimport typing, collections.abc as abc, kindgi_pack_min as s\n"
+            "print([s.wire_schema(t) for t in (dict, abc.MutableMapping, typing.Dict, typing.Any, object, "
+            "type(None), {'type': 'string'})])\n"
+            "class Model: pass\n"
+            "try:\n    s.wire_schema(Model)\nexcept TypeError as e:\n    print(e)\n"
+            "print('pydantic' in sys.modules)" % str(ROOT))
+    done = subprocess.run([sys.executable, "-S", "-c", code], stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+                          universal_newlines=True, timeout=60)
+    assert done.returncode == 0, done.stderr
+    schemas, refused, imported = done.stdout.splitlines()
+    obj = {"additionalProperties": True, "type": "object"}
+    assert schemas == repr([obj, obj, obj, {}, {}, {"type": "null"}, {"type": "string"}])
+    assert refused == ("the type Model needs pydantic 2, which is not installed: pass a JSON Schema dict "
+                       "instead, or install pydantic")
+    assert imported == "False"
+
+
+REF_CASES = [
+    {"type": "object", "properties": {"a": {"$ref": "#/$defs/A"}}, "$defs": {"A": {"type": "string"}}},
+    {"properties": {"a": {"$ref": "#/$defs/A", "description": "sibling wins"}},
+     "$defs": {"A": {"type": "string", "description": "def"}}},
+    {"$ref": "#/$defs/T", "$defs": {"T": {"properties": {"kids": {"items": {"$ref": "#/$defs/T"}}}}}},
+    {"properties": {"a": {"$ref": "#/$defs/A"}}, "$defs": {
+        "A": {"properties": {"b": {"$ref": "#/$defs/B"}}},
+        "B": {"properties": {"a": {"$ref": "#/$defs/A"}, "c": {"$ref": "#/$defs/C"}}},
+        "C": {"type": "integer"}}},
+    {"anyOf": [{"$ref": "#/$defs/Missing"}, {"$ref": "#/$defs/C"}], "$defs": {"C": {"type": "null"}}},
+    {"items": [{"$ref": "#/$defs/L"}], "$defs": {"L": {"items": {"$ref": "#/$defs/L"}}}},
+]
+
+
+def test_refs_are_inlined_except_recursive_ones():
+    tree = service._standin_inline_refs(json.loads(json.dumps(REF_CASES[2])))
+    assert tree["$defs"] == {"T": {"properties": {"kids": {"items": {"$ref": "#/$defs/T"}}}}}
+    assert tree["properties"]["kids"]["items"] == {"$ref": "#/$defs/T"}
+    assert service._standin_inline_refs(json.loads(json.dumps(REF_CASES[1])))["properties"]["a"] == {
+        "type": "string", "description": "sibling wins"}
+
+
+def test_refs_are_inlined_as_the_sdk_inlines_them():
+    python = require_sdk()
+    done = subprocess.run([python, "-c", "import json, sys\nfrom kindgi._schema import _inline_refs\n"
+                           "print(json.dumps([_inline_refs(c) for c in json.load(sys.stdin)]))"],
+                          input=json.dumps(REF_CASES).encode(), stdout=subprocess.PIPE, check=True, timeout=60)
+    assert json.loads(done.stdout) == [service._standin_inline_refs(json.loads(json.dumps(c))) for c in REF_CASES]
+
+
+def test_pydantic_models_without_made_up_titles():
+    pydantic = pytest.importorskip("pydantic", reason="the pydantic route needs pydantic")
+
+    class Inner(pydantic.BaseModel):
+        text_value: str = pydantic.Field(alias="textValue")
+
+    class Outer(pydantic.BaseModel):
+        model_config = pydantic.ConfigDict(title="Chosen")
+        inner: Inner
+
+    schema = service.wire_schema(Outer)
+    assert schema == {"title": "Chosen", "type": "object", "required": ["inner"], "properties": {"inner": {
+        "type": "object", "required": ["textValue"], "properties": {"textValue": {"type": "string"}}}}}
