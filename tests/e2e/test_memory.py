@@ -37,20 +37,23 @@ import time
 from kindgi import tool
 
 
-@tool(id="strict")
+@tool(id="strict", description="A test tool.", input={"type": "object"},
+      output={"type": "object"})
 def strict(input, ctx):
     return {"n": len(input)}
 
 
-@tool(id="any")
+@tool(id="any", description="A test tool.", input={"type": "object"},
+      output={"type": "object"})
 def any_value(input, ctx):
     return {"type": type(input).__name__, "size": len(input)}
 
 
-@tool(id="hold")
+@tool(id="hold", description="A test tool.", input={"type": "object"},
+      output={"type": "object"})
 def hold(input, ctx):
     """Keeps its input a while, so that many are held at once."""
-    time.sleep(1.5)
+    time.sleep(5)
     return {"size": len(input)}
 '''
 

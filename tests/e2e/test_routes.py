@@ -556,7 +556,8 @@ def broken(call):
 service.TARGETS["invoke"].run = broken   # pack code can do anything: here, break the service
 
 
-@tool(id="bug")
+@tool(id="bug", description="A test tool.", input={"type": "object"},
+      output={"type": "object"})
 def bug(input, ctx):
     return {}
 '''

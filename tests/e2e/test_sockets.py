@@ -35,24 +35,28 @@ import asyncio, time
 from kindgi import tool
 
 
-@tool(id="echo")
+@tool(id="echo", description="A test tool.", input={"type": "object"},
+      output={"type": "object"})
 def echo(input, ctx):
     return input
 
 
-@tool(id="sleep")
+@tool(id="sleep", description="A test tool.", input={"type": "object"},
+      output={"type": "object"})
 def sleep(input, ctx):
     time.sleep(min(float(input.get("s", 1)), 5))
     return {"slept": input.get("s", 1)}
 
 
-@tool(id="async-echo")
+@tool(id="async-echo", description="A test tool.", input={"type": "object"},
+      output={"type": "object"})
 async def async_echo(input, ctx):
     await asyncio.sleep(0)
     return input
 
 
-@tool(id="big")
+@tool(id="big", description="A test tool.", input={"type": "object"},
+      output={"type": "object"})
 def big(input, ctx):
     return {"s": "x" * int(input.get("n", 1000))}
 '''
@@ -75,7 +79,8 @@ def run_or_break(call):
 service.TARGETS["invoke"].run = run_or_break
 
 
-@tool(id="bug")
+@tool(id="bug", description="A test tool.", input={"type": "object"},
+      output={"type": "object"})
 def bug(input, ctx):
     return {}
 '''
@@ -414,7 +419,8 @@ from kindgi import tool
 HELD = [open(os.devnull) for _ in range(50)]
 
 
-@tool(id="echo")
+@tool(id="echo", description="A test tool.", input={"type": "object"},
+      output={"type": "object"})
 def echo(input, ctx):
     return input
 '''
