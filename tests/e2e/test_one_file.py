@@ -214,7 +214,7 @@ def test_serves_the_example_pack_and_stops_on_sigterm(service):
     assert info.json["packId"] == "hello-pack"
     assert info.json["tools"] == [{"id": "greet", "version": "0.1.0"},
                                   {"id": "word-count", "version": "0.1.0"}]
-    assert info.json["checks"] == ["no-shouting"]
+    assert info.json["checks"] == ["hello-pack.checks.no-shouting"]
 
     answer = service.call_tool("greet", {"name": "Ada", "excited": True})
     assert answer.status == 200
@@ -222,7 +222,7 @@ def test_serves_the_example_pack_and_stops_on_sigterm(service):
     assert answer.header("kindgi-artifact-version") == "hello-pack-0.1.0"
     assert answer.header("kindgi-duration-ms").isdigit()
 
-    answer = service.call_check("no-shouting", {"maxUpper": 1}, {
+    answer = service.call_check("hello-pack.checks.no-shouting", {"maxUpper": 1}, {
         "runId": "run-1", "tenantId": "tenant-1", "output": "STOP SHOUTING now"})
     assert answer.status == 200
     assert answer.json["kind"] == "check-result"

@@ -1,4 +1,4 @@
-"""The ``no-shouting`` guardrail: a run's output may hold only so many words in capitals."""
+"""The ``no-shouting`` guardrail (check ``hello-pack.checks.no-shouting``): a run's output may hold only so many words in capitals."""
 
 from kindgi import CheckResult, RunTrace, guardrail
 
@@ -7,7 +7,7 @@ from ..lib import text
 DEFAULT_MAX_UPPER = 10
 
 
-@guardrail(id="no-shouting", check_id="no-shouting", name="No shouting",
+@guardrail(id="no-shouting", check_id="hello-pack.checks.no-shouting", name="No shouting",
            on_violation="block")
 def no_shouting(config: dict, trace: RunTrace):
     """Fail when the run's output has more than config["maxUpper"] words in capitals.
