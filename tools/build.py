@@ -30,12 +30,15 @@ Both run as `python3 FILE --index /app/index.json` and behave like
 `python3 kindgi_pack_min.py --index ...` in a checkout: the signals are held
 from the first line, and the service can re-execute the file to hide its
 token.  The same sources always give the same bytes (a reproducible image
-layer).  Building needs Python 3.7+ (hash-checked bytecode).
+layer).  Hash-checked bytecode came with Python 3.7: built by 3.6, the
+archive holds the sources only, and every start compiles them, as for the
+script.
 """
 
 import argparse
 import io
 import os
+import py_compile
 import re
 import subprocess
 import sys
@@ -100,8 +103,12 @@ def archive_members(names):
     """Yield (name, bytes) for every file the archive holds."""
     for module in names:
         yield module + ".py", read_source(module).encode("utf-8")
-        yield module + ".pyc", bytecode(module)   # zipimport looks for module.pyc beside module.py
+        if HASH_CHECKED_BYTECODE:
+            yield module + ".pyc", bytecode(module)   # zipimport looks for module.pyc beside module.py
     yield "__main__.py", ARCHIVE_MAIN.encode("utf-8")
+
+
+HASH_CHECKED_BYTECODE = hasattr(py_compile, "PycInvalidationMode")   # Python 3.7+ (PEP 552)
 
 
 # Run in a child interpreter with a fixed hash seed: before Python 3.11 a set
