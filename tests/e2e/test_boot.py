@@ -342,7 +342,7 @@ def test_pack_code_has_https(launcher, tmp_path):
 
 
 FILE_SERVER_TOOL = '''\
-import functools, threading, urllib.error, urllib.request
+import os, threading, urllib.error, urllib.request
 from http import client
 from email import utils
 import http.server
@@ -354,7 +354,11 @@ def serve_file(input):
         def log_message(self, *args):
             pass
 
-    server = http.server.ThreadingHTTPServer(("127.0.0.1", 0), functools.partial(Quiet, directory=input["dir"]))
+        def translate_path(self, path):   # the directory= argument came with Python 3.7
+            return os.path.join(input["dir"], path.split("?", 1)[0].lstrip("/"))
+
+    server_class = getattr(http.server, "ThreadingHTTPServer", http.server.HTTPServer)   # 3.7+
+    server = server_class(("127.0.0.1", 0), Quiet)
     threading.Thread(target=server.serve_forever, daemon=True).start()
     base = "http://127.0.0.1:%d/" % server.server_address[1]
     try:
