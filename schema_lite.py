@@ -1173,13 +1173,13 @@ def _issue(path, spath, keyword, params, message):
 
 
 _tls = threading.local()
-_lock = threading.Lock()  # guards what is compiled lazily: defaults, the apply_defaults cache
+_lock = threading.Lock()  # guards what is compiled lazily and the caches of compiled schemas
 
 
 class _Compiler(object):
     """Compiles one schema (and the documents it refers to) into checker closures."""
 
-    def __init__(self, schema, strict, remotes):
+    def __init__(self, schema, strict, remotes, patterns=None):
         self.strict = strict
         self.docs = {}            # document URI -> its root schema
         self.anchors = {}         # "uri#name" -> schema ($anchor, $dynamicAnchor, $id with a fragment)
@@ -1189,6 +1189,9 @@ class _Compiler(object):
         self.inline = {}          # (id(schema), $ref text) -> checker of an inlined $ref target
         self.compiled = {}        # id(schema) -> (schema, base, schema path), for check_cycles
         self.refs = []            # ($ref, base) pairs seen while indexing
+        self.patterns = dict(patterns or ())  # pattern source -> its compiled regex
+        self.formats = set()      # the format names the schemas name
+        self.depth = 0            # how deeply subschemas nest (the root is 1)
         self.track = False        # some schema uses unevaluatedProperties/Items
         self.uses_dynamic = False  # some schema uses $dynamicRef
         self.root = schema
@@ -1209,13 +1212,15 @@ class _Compiler(object):
     def index(self, schema, base, where):
         """Record every schema resource and anchor; check keyword values are of the right kind."""
         self.docs.setdefault(_split_fragment(base)[0], schema)
-        stack = [(schema, base, where)]
+        stack = [(schema, base, where, 1)]
         while stack:
-            node, base, spath = stack.pop()
+            node, base, spath, depth = stack.pop()
             if type(node) is bool:
                 continue
             if type(node) is not dict:
                 raise _schema_error("schema", spath, "a schema must be an object or a boolean")
+            if depth > self.depth:
+                self.depth = depth
             sid = node.get("$id")
             if type(sid) is str:
                 base = _normalize_id(_resolve_uri(base, sid))
@@ -1239,17 +1244,21 @@ class _Compiler(object):
             if type(node.get("$ref")) is str:
                 self.refs.append((node["$ref"], base))
             self.check_kinds(node, spath)
+            if "format" in node:
+                self.formats.add(node["format"])
+            depth += 1
             for key, value in node.items():
-                sub = spath + "/" + _fragment(key)
                 if key in _SCHEMA_ONE:
-                    stack.append((value, base, sub))
+                    stack.append((value, base, spath + "/" + _fragment(key), depth))
                 elif key in _SCHEMA_LISTS:
+                    sub = spath + "/" + key
                     for i, item in enumerate(value):
-                        stack.append((item, base, sub + "/" + str(i)))
+                        stack.append((item, base, sub + "/" + str(i), depth))
                 elif key in _SCHEMA_MAPS or (key == "dependencies" and type(value) is dict):
+                    sub = spath + "/" + _fragment(key)
                     for name, item in value.items():
                         if key != "dependencies" or type(item) is not list:
-                            stack.append((item, base, sub + "/" + _fragment(name)))
+                            stack.append((item, base, sub + "/" + _fragment(name), depth))
 
     def check_kinds(self, node, spath):
         """The part of the meta-schema Ajv enforces in every mode: keyword values of the right kind."""
@@ -1310,12 +1319,17 @@ class _Compiler(object):
                     fail(key, "must be a schema (an object or a boolean)")
 
     def regex(self, pattern, keyword, spath):
+        """A pattern compiled (once per compiler: a lazy compile reuses the check's)."""
+        rx = self.patterns.get(pattern)
+        if rx is not None:
+            return rx
         try:
-            return _js_regex(pattern)
+            rx = self.patterns[pattern] = _js_regex(pattern)
         except ValueError as exc:
             raise _schema_error(keyword, spath, "Invalid regular expression: /%s/u: %s" % (pattern, exc))
         except RecursionError:
             raise _schema_error(keyword, spath, "pattern is nested too deeply")
+        return rx
 
     # -- references ---------------------------------------------------------
 
@@ -2549,36 +2563,179 @@ def _composite_defaults(schema):
 
 _DEPTH_ISSUE = ("instance is nested too deeply to validate")
 
+# A schema whose subschemas nest deeper than this is compiled at once even when
+# asked to compile lazily: compiling recurses once per level, and a lazy compile
+# runs on a caller's stack, which may be deep already.
+_LAZY_DEPTH = 32
+
+
+class _Compiled(object):
+    """A schema's checker and defaults, shared by the validators of equal schemas.
+
+    ``check`` is None while a schema checked lazily waits for its first use;
+    ``build`` then compiles it, and no SchemaError can come out of that: a lazy
+    check is only taken for schemas where indexing has found every problem the
+    compile can find (see ``__init__``).  Fields change only under ``_lock``.
+    """
+
+    __slots__ = ("schema", "strict", "remotes", "patterns", "check", "dynamic", "compiler",
+                 "defaulter", "defaults_ready")
+
+    def __init__(self, schema, strict, remotes, lazy):
+        self.schema = schema
+        self.strict = strict
+        self.remotes = remotes
+        self.patterns = None
+        self.check = self.compiler = self.defaulter = None
+        self.defaults_ready = False
+        try:
+            compiler = _Compiler(schema, strict, remotes)
+        except RecursionError:
+            raise SchemaError("the schema is nested too deeply to compile", "schema", "#")
+        self.dynamic = compiler.uses_dynamic
+        # Indexing checks every keyword's value (patterns compiled).  Besides, compiling
+        # resolves references, refuses what strict mode refuses and recurses once per
+        # level; without references, strict mode or deep nesting nothing is left to fail.
+        if lazy and not (strict or compiler.refs or compiler.uses_dynamic or compiler.depth > _LAZY_DEPTH):
+            self.patterns = compiler.patterns or None
+            for name in compiler.formats:
+                if _FORMATS.get(name, (None, None))[1] is not None:
+                    _format_test(name)   # built now: some take milliseconds (url ~27 ms)
+        else:
+            self.compile(compiler)
+
+    def compile(self, compiler):
+        try:
+            check = compiler.env(self.schema, compiler.root_base)
+            compiler.check_cycles(self.schema)
+        except RecursionError:
+            raise SchemaError("the schema is nested too deeply to compile", "schema", "#")
+        self.compiler = compiler
+        self.check = check
+
+    def build(self):
+        """The checker, compiled now if the schema was checked lazily (call under _lock)."""
+        if self.check is None:
+            self.compile(_Compiler(self.schema, self.strict, self.remotes, self.patterns))
+            self.patterns = None
+        return self.check
+
+    def prepare_defaults(self):
+        """Compile the defaults walk (call under _lock); strict mode may refuse it."""
+        self.build()
+        schema = self.schema
+        if self.strict and type(schema) is dict:
+            if "default" in schema:
+                raise SchemaError("strict mode: default is ignored in the schema root", "default", "#")
+            where = _composite_defaults(schema)
+            if where is not None:
+                raise SchemaError("strict mode: default is ignored for: %s" % where, "default", "#")
+        compiler = self.compiler
+        compiler.strict = False
+        try:
+            builder = _Defaulter(compiler, schema, compiler.root_base)
+            self.defaulter = builder.build(schema, compiler.root_base, "#")
+        except RecursionError:
+            raise SchemaError("the schema is nested too deeply to compile", "schema", "#")
+        self.compiler = None   # nothing else needs it now
+        self.defaults_ready = True
+
+
+_SHARED_MAX = 256
+_shared = {}   # (strict, hash of repr(schema)) -> _Compiled, least recently used first
+
+
+def _compiled(schema, strict, remotes, lazy):
+    """The compiled form of ``schema``: shared with an equal schema's when one is known.
+
+    Equal means the same JSON value with the same types and the same key order (the
+    order is in the issues' order).  The key is the schema's repr, which costs a
+    few microseconds against the compile's tens to hundreds; a hit is confirmed
+    value by value (_same), so a key that collides only costs a compile.
+    """
+    key = None
+    if remotes is None:
+        try:
+            key = (strict, hash(repr(schema)))
+        except (RecursionError, ValueError):
+            pass                        # too deep, or an integer too long to print: not shared
+    if key is not None:
+        with _lock:
+            found = _shared.pop(key, None)
+            if found is not None:
+                _shared[key] = found    # now the most recently used
+        if found is not None and _same(found.schema, schema):
+            return found
+    compiled = _Compiled(schema, strict, remotes, lazy)
+    if key is not None:
+        with _lock:
+            _shared[key] = compiled
+            if len(_shared) > _SHARED_MAX:
+                del _shared[next(iter(_shared))]
+    return compiled
+
+
+def _same(a, b):
+    """True when ``a`` and ``b`` are the same JSON value: same types, same key order."""
+    try:
+        return _same_rec(a, b)
+    except RecursionError:
+        return False
+
+
+def _same_rec(a, b):
+    if a is b:
+        return True
+    t = type(a)
+    if t is not type(b):
+        return False
+    if t is dict:
+        if len(a) != len(b):
+            return False
+        for (ka, va), (kb, vb) in zip(a.items(), b.items()):
+            if ka != kb or type(ka) is not type(kb) or not _same_rec(va, vb):
+                return False
+        return True
+    if t is list:
+        return len(a) == len(b) and all(_same_rec(x, y) for x, y in zip(a, b))
+    return a == b
+
 
 class SchemaValidator(object):
-    """A compiled schema.  Thread-safe: compiled once, used from any number of threads."""
+    """A compiled schema.  Thread-safe: compiled once, used from any number of threads.
 
-    def __init__(self, schema, strict=False, remotes=None):
+    Validators of equal schemas share one compiled form, so a pack that repeats a
+    shape compiles it once.
+    """
+
+    __slots__ = ("schema", "strict", "_compiled", "_check", "_dynamic")
+
+    def __init__(self, schema, strict=False, remotes=None, lazy=False):
         """Compile ``schema``; raise SchemaError if it cannot be used.
 
         ``strict`` refuses what Ajv's ``strict: true`` refuses.  ``remotes`` maps URIs
-        to schemas that ``$ref`` may point to (nothing is ever fetched).
+        to schemas that ``$ref`` may point to (nothing is ever fetched).  ``lazy``
+        checks the schema now, raising every SchemaError compiling would, and
+        compiles it when first used; a schema with ``$ref``, ``$dynamicRef``,
+        ``strict`` or more than 32 levels of nesting is compiled now all the same.
         """
         if type(schema) not in (dict, bool):
             raise SchemaError("a schema must be an object or a boolean, not %s" % type(schema).__name__,
                               "schema", "#")
         self.schema = schema
         self.strict = strict
-        try:
-            compiler = _Compiler(schema, strict, remotes)
-            self._check = compiler.env(schema, compiler.root_base)
-            compiler.check_cycles(schema)
-        except RecursionError:
-            raise SchemaError("the schema is nested too deeply to compile", "schema", "#")
-        self._compiler = compiler
-        self._dynamic = compiler.uses_dynamic
-        self._defaulter = None
-        self._defaulter_ready = False
+        self._compiled = _compiled(schema, strict, remotes, lazy)
+        self._check = self._compiled.check
+        self._dynamic = self._compiled.dynamic
 
     def _run(self, instance, errors):
+        check = self._check
+        if check is None:
+            with _lock:
+                check = self._check = self._compiled.build()
         if self._dynamic:
             _tls.scope = []
-        return self._check(instance, None, errors, None)
+        return check(instance, None, errors, None)
 
     def issues(self, instance):
         """Every issue Ajv (allErrors) reports for ``instance``, in Ajv's order."""
@@ -2604,40 +2761,26 @@ class SchemaValidator(object):
         does, without the copy (an instance too deep to fill is left partly
         filled).
         """
-        if not self._defaulter_ready:
+        compiled = self._compiled
+        if not compiled.defaults_ready:
             with _lock:
-                if not self._defaulter_ready:
-                    self._prepare_defaults()
+                if not compiled.defaults_ready:
+                    compiled.prepare_defaults()
         value = instance if in_place else _copy(instance)
-        if self._defaulter is not None:
+        defaulter = compiled.defaulter
+        if defaulter is not None:
             if self._dynamic:
                 _tls.scope = []
             try:
-                self._defaulter(value)
+                defaulter(value)
             except RecursionError:
                 return value if in_place else _copy(instance)
         return value
 
-    def _prepare_defaults(self):
-        schema = self.schema
-        if self.strict and type(schema) is dict:
-            if "default" in schema:
-                raise SchemaError("strict mode: default is ignored in the schema root", "default", "#")
-            where = _composite_defaults(schema)
-            if where is not None:
-                raise SchemaError("strict mode: default is ignored for: %s" % where, "default", "#")
-        self._compiler.strict = False
-        try:
-            builder = _Defaulter(self._compiler, schema, self._compiler.root_base)
-            self._defaulter = builder.build(schema, self._compiler.root_base, "#")
-        except RecursionError:
-            raise SchemaError("the schema is nested too deeply to compile", "schema", "#")
-        self._defaulter_ready = True
-
 
 def check_schema(schema, strict=False):
     """Raise SchemaError if ``schema`` cannot be compiled; return None otherwise."""
-    SchemaValidator(schema, strict)
+    SchemaValidator(schema, strict, lazy=True)
 
 
 _cache = {}
