@@ -2385,7 +2385,9 @@ class _Defaulter(object):
             out.append(self.c.resolve(schema["$ref"], base, "$ref"))
         for key in ("allOf", "prefixItems"):
             out.extend((sub, base) for sub in schema.get(key) or ())
-        for key in ("then", "else", "additionalProperties", "items"):
+        if "if" in schema:   # then and else without if are ignored, as Ajv ignores them
+            out.extend((schema[key], base) for key in ("then", "else") if key in schema)
+        for key in ("additionalProperties", "items"):
             if key in schema:
                 out.append((schema[key], base))
         for key in ("properties", "patternProperties", "dependentSchemas"):
