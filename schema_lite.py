@@ -99,7 +99,8 @@ def _is_integer(x):
 
 
 def _kind(x):
-    """The JSON type name of x, "integer" for integral numbers, None for anything else."""
+    """The JSON type name of x, "integer" for integral numbers, None for anything else
+    (a value of no JSON type: a tuple, an OrderedDict, any subclass)."""
     t = type(x)
     if t is str:
         return "string"
@@ -115,12 +116,6 @@ def _kind(x):
         if not _is_number(x):
             return None
         return "integer" if t is int or x.is_integer() else "number"
-    if isinstance(x, str):
-        return "string"
-    if isinstance(x, dict):
-        return "object"
-    if isinstance(x, (list, tuple)):
-        return "array"
     return None
 
 
@@ -146,11 +141,13 @@ def _json_equal(a, b):
         return True
     if ta in (int, float):
         return tb in (int, float) and a == b
-    return ta is tb and a == b
+    if ta is str or a is None:
+        return ta is tb and a == b
+    return a is b   # a value of no JSON type equals nothing but itself
 
 
 def _canon(x):
-    """A hashable key such that equal keys mean JSON-equal values."""
+    """A hashable key such that equal keys mean JSON-equal values (_json_equal)."""
     t = type(x)
     if t is str:
         return x
@@ -162,7 +159,9 @@ def _canon(x):
         return (list, tuple([_canon(v) for v in x]))
     if t is dict:
         return (dict, frozenset([(k, _canon(v)) for k, v in x.items()]))
-    return (None, x)
+    if x is None:
+        return None
+    return (id, id(x))
 
 
 def _surely_distinct(items):
@@ -275,19 +274,32 @@ def _copy_iter(value):
 # ---------------------------------------------------------------------------
 
 
+def _escape(key):
+    """A JSON-pointer token (RFC 6901): "~" written "~0", "/" written "~1"."""
+    return key.replace("~", "~0").replace("/", "~1")
+
+
+def _unlink(path):
+    """A linked path ``(parent, key)`` as (what the root end holds, the keys from the root)."""
+    keys = []
+    while type(path) is tuple:
+        path, key = path
+        keys.append(key)
+    keys.reverse()
+    return path, keys
+
+
 def _render_path(path):
     """Turn a linked (parent, key) path into a JSON pointer, like Ajv's instancePath."""
     if path is None:
         return ""
-    keys = []
-    while path is not None:
-        path, key = path
-        keys.append(key)
-    keys.reverse()
-    return "".join(
-        "/" + (k.replace("~", "~0").replace("/", "~1") if type(k) is str else str(k))
-        for k in keys
-    )
+    return "".join("/" + (_escape(k) if type(k) is str else str(k)) for k in _unlink(path)[1])
+
+
+def _schema_path(path):
+    """A schema path from its linked form: ``(parent, key)`` pairs down from the root's name."""
+    root, keys = _unlink(path)
+    return root + "".join("/" + _fragment(k) for k in keys)
 
 
 _PLAIN_SEGMENT = re.compile(r"[A-Za-z0-9\-_.!*'()]*\Z")
@@ -300,7 +312,7 @@ def _fragment(key):
     if _PLAIN_SEGMENT.match(key):
         return key
     from urllib.parse import quote   # here: it costs the service's boot 3 ms and most keys never need it
-    return quote(key.replace("~", "~0").replace("/", "~1"), safe="-_.!~*'()")
+    return quote(_escape(key), safe="-_.!~*'()")
 
 
 _URI_PARTS = re.compile(r"(?:([A-Za-z][A-Za-z0-9+.\-]*):)?(?://([^/?#]*))?([^?#]*)(?:\?([^#]*))?(?:#(.*))?\Z", re.S)
@@ -957,6 +969,21 @@ _SCHEMA_MAPS = ("properties", "patternProperties", "$defs", "definitions", "depe
 _SCHEMA_LISTS = ("allOf", "anyOf", "oneOf", "prefixItems")
 _SCHEMA_ONE = ("items", "contains", "not", "if", "then", "else", "additionalProperties",
                "propertyNames", "unevaluatedItems", "unevaluatedProperties", "additionalItems")
+# The kind of value each keyword takes, as _Compiler.index checks it (others: anything).
+_VALUE_KINDS = {"type": "type", "multipleOf": "positive", "required": "names", "enum": "array",
+                "uniqueItems": "boolean", "nullable": "boolean", "pattern": "pattern", "format": "format",
+                "$ref": "ref", "$dynamicRef": "dynamic ref", "$anchor": "anchor", "$dynamicAnchor": "anchor",
+                "$id": "string", "dependentRequired": "names map", "dependencies": "dependencies",
+                "patternProperties": "pattern map", "unevaluatedItems": "unevaluated",
+                "unevaluatedProperties": "unevaluated"}
+for _key in ("maximum", "minimum", "exclusiveMaximum", "exclusiveMinimum"):
+    _VALUE_KINDS[_key] = "number"
+for _key in ("maxLength", "minLength", "maxItems", "minItems", "maxProperties", "minProperties",
+             "maxContains", "minContains"):
+    _VALUE_KINDS[_key] = "count"
+for _keys, _value_kind in ((_SCHEMA_ONE, "schema"), (_SCHEMA_LISTS, "schemas"), (_SCHEMA_MAPS, "schema map")):
+    for _key in _keys:
+        _VALUE_KINDS.setdefault(_key, _value_kind)
 _REF_KEYWORDS = ("$ref", "$dynamicRef", "$dynamicAnchor", "$recursiveRef", "$recursiveAnchor")
 _DRAFT_2020 = ("https://json-schema.org/draft/2020-12/schema", "https://json-schema.org/draft/2020-12/schema#")
 
@@ -1075,23 +1102,21 @@ def _schema_types(schema):
     return types
 
 
+_TYPE_TESTS = {
+    "string": lambda x: type(x) is str,
+    "object": lambda x: type(x) is dict,
+    "array": lambda x: type(x) is list,
+    "boolean": lambda x: type(x) is bool,
+    "null": lambda x: x is None,
+    "integer": _is_integer,
+    "number": _is_number,
+}
+
+
 def _type_check(types):
     """A predicate for "instance is one of these JSON types"."""
     if len(types) == 1:
-        t = types[0]
-        if t == "string":
-            return lambda x: type(x) is str or isinstance(x, str)
-        if t == "object":
-            return lambda x: type(x) is dict or isinstance(x, dict)
-        if t == "array":
-            return lambda x: type(x) is list or isinstance(x, (list, tuple))
-        if t == "boolean":
-            return lambda x: type(x) is bool
-        if t == "null":
-            return lambda x: x is None
-        if t == "integer":
-            return _is_integer
-        return _is_number
+        return _TYPE_TESTS[types[0]]
     wanted = set(types)
     if "number" in wanted:
         wanted.add("integer")
@@ -1167,9 +1192,50 @@ def _always(inst):
     return True
 
 
-def _issue(path, spath, keyword, params, message):
-    return {"instancePath": _render_path(path), "schemaPath": spath, "keyword": keyword,
-            "params": params, "message": message}
+def _report(errors, path, spath, keyword, params, message):
+    """Add an issue to ``errors``: a list, or an _Issues past its limit, which only counts it."""
+    if type(errors) is not list and errors.full():
+        errors.left_out += 1
+        return
+    errors.append({"instancePath": _render_path(path), "schemaPath": spath, "keyword": keyword,
+                   "params": params, "message": message})
+
+
+class _Issues(list):
+    """The issues collected up to ``limit``; those past it are counted in ``left_out``, not made.
+
+    To the checkers it is the whole list: its length counts the ones left out,
+    and cutting it back (``del errors[start:]``, where anyOf, oneOf and contains
+    drop a passing branch's issues) forgets the ones left out first.
+    """
+
+    __slots__ = ("limit", "left_out")
+
+    def __init__(self, limit):
+        list.__init__(self)
+        self.limit = limit
+        self.left_out = 0
+
+    def full(self):
+        return list.__len__(self) >= self.limit
+
+    def __len__(self):
+        return list.__len__(self) + self.left_out
+
+    def __delitem__(self, cut):
+        kept = list.__len__(self)
+        if cut.start >= kept:
+            self.left_out = cut.start - kept
+        else:
+            list.__delitem__(self, slice(cut.start, None))
+            self.left_out = 0
+
+    def extend(self, issues):
+        for issue in issues:
+            if self.full():
+                self.left_out += 1
+            else:
+                self.append(issue)
 
 
 _tls = threading.local()
@@ -1210,15 +1276,19 @@ class _Compiler(object):
     # -- indexing: $id, $anchor, $dynamicAnchor; keyword kinds ----------------
 
     def index(self, schema, base, where):
-        """Record every schema resource and anchor; check keyword values are of the right kind."""
+        """Record every schema resource and anchor; check keyword values are of the right kind.
+
+        Schema paths are kept as linked ``(parent, key)`` pairs and written out
+        only for an error (_schema_path): most schemas have none.
+        """
         self.docs.setdefault(_split_fragment(base)[0], schema)
         stack = [(schema, base, where, 1)]
         while stack:
             node, base, spath, depth = stack.pop()
-            if type(node) is bool:
-                continue
             if type(node) is not dict:
-                raise _schema_error("schema", spath, "a schema must be an object or a boolean")
+                if type(node) is bool:
+                    continue
+                raise _schema_error("schema", _schema_path(spath), "a schema must be an object or a boolean")
             if depth > self.depth:
                 self.depth = depth
             sid = node.get("$id")
@@ -1230,93 +1300,94 @@ class _Compiler(object):
                 else:
                     self.docs.setdefault(doc, node)
             self.bases[id(node)] = base
-            doc = _split_fragment(base)[0]
-            for key in ("$anchor", "$dynamicAnchor"):
-                name = node.get(key)
-                if type(name) is str:
-                    self.anchors.setdefault(doc + "#" + name, node)
-                    if key == "$dynamicAnchor":
-                        self.dynamic.setdefault(doc + "#" + name, node)
-            if "unevaluatedProperties" in node or "unevaluatedItems" in node:
-                self.track = True
-            if "$dynamicRef" in node:
-                self.uses_dynamic = True
-            if type(node.get("$ref")) is str:
-                self.refs.append((node["$ref"], base))
-            self.check_kinds(node, spath)
-            if "format" in node:
-                self.formats.add(node["format"])
             depth += 1
             for key, value in node.items():
-                if key in _SCHEMA_ONE:
-                    stack.append((value, base, spath + "/" + _fragment(key), depth))
-                elif key in _SCHEMA_LISTS:
-                    sub = spath + "/" + key
-                    for i, item in enumerate(value):
-                        stack.append((item, base, sub + "/" + str(i), depth))
-                elif key in _SCHEMA_MAPS or (key == "dependencies" and type(value) is dict):
-                    sub = spath + "/" + _fragment(key)
-                    for name, item in value.items():
-                        if key != "dependencies" or type(item) is not list:
-                            stack.append((item, base, sub + "/" + _fragment(name), depth))
+                kind = _VALUE_KINDS.get(key)
+                if kind is None:
+                    continue
+                if kind == "schema":
+                    self.check_kind(key, value, spath)
+                    stack.append((value, base, (spath, key), depth))
+                elif kind == "schema map" or kind == "pattern map" or kind == "schemas":
+                    self.check_kind(key, value, spath)
+                    items = enumerate(value) if kind == "schemas" else value.items()
+                    sub = (spath, key)
+                    for name, item in items:
+                        stack.append((item, base, (sub, name), depth))
+                else:
+                    self.note(node, key, value, base, spath, depth, stack)
 
-    def check_kinds(self, node, spath):
-        """The part of the meta-schema Ajv enforces in every mode: keyword values of the right kind."""
-        def fail(key, detail):
-            raise _schema_error(key, spath + "/" + _fragment(key), detail)
+    def note(self, node, key, value, base, spath, depth, stack):
+        """Check a keyword that is not a subschema; record references, anchors and formats."""
+        kind = self.check_kind(key, value, spath)
+        if kind == "ref":
+            self.refs.append((value, base))
+        elif kind == "dynamic ref":
+            self.uses_dynamic = True
+        elif kind == "anchor":
+            name = _split_fragment(base)[0] + "#" + value
+            self.anchors.setdefault(name, node)
+            if key == "$dynamicAnchor":
+                self.dynamic.setdefault(name, node)
+        elif kind == "format":
+            self.formats.add(value)
+        elif kind == "unevaluated":
+            self.track = True
+            stack.append((value, base, (spath, key), depth))
+        elif kind == "dependencies":
+            sub = (spath, key)
+            for name, item in value.items():
+                if type(item) is not list:
+                    stack.append((item, base, (sub, name), depth))
 
-        for key, value in node.items():
-            t = type(value)
-            if key == "type":
-                names = [value] if t is str else value if t is list else None
-                if names is None or not names or any(type(n) is not str for n in names):
-                    fail(key, "must be a type name or a non-empty array of them")
+    def check_kind(self, key, value, spath):
+        """The part of the meta-schema Ajv enforces in every mode: keyword values of the right
+        kind.  Returns the keyword's kind (_VALUE_KINDS)."""
+        kind = _VALUE_KINDS[key]
+        t = type(value)
+        if kind == "schema" or kind == "unevaluated":
+            ok, detail = t is dict or t is bool, "must be a schema (an object or a boolean)"
+        elif kind == "schemas":
+            ok, detail = t is list and len(value) > 0, "must be a non-empty array of schemas"
+        elif kind in ("schema map", "pattern map", "names map", "dependencies"):
+            ok, detail = t is dict, "must be an object"
+            if ok and kind == "names map":
+                ok = all(type(v) is list and all(type(n) is str for n in v) for v in value.values())
+                detail = "must map names to arrays of strings"
+            elif ok and kind == "pattern map":
+                for pattern in value:
+                    self.regex(pattern, key, _schema_path((spath, key)))
+        elif kind == "number":
+            ok, detail = t is int or t is float, "must be a number"
+        elif kind == "count":
+            ok, detail = (t is int or t is float) and _is_integer(value) and value >= 0, \
+                "must be a non-negative integer"
+        elif kind == "positive":
+            ok, detail = (t is int or t is float) and value > 0, "must be a number > 0"
+        elif kind == "type":
+            names = [value] if t is str else value if t is list else None
+            ok, detail = bool(names) and all(type(n) is str for n in names), \
+                "must be a type name or a non-empty array of them"
+            if ok:
                 for n in names:
                     if n not in _TYPE_NAMES:
-                        fail(key, 'unknown type "%s"' % n)
-                if len(set(names)) != len(names):
-                    fail(key, "type names must be unique")
-            elif key in ("maximum", "minimum", "exclusiveMaximum", "exclusiveMinimum"):
-                if t not in (int, float):
-                    fail(key, "must be a number")
-            elif key == "multipleOf":
-                if t not in (int, float) or not value > 0:
-                    fail(key, "must be a number > 0")
-            elif key in ("maxLength", "minLength", "maxItems", "minItems", "maxProperties",
-                         "minProperties", "maxContains", "minContains"):
-                if t not in (int, float) or not _is_integer(value) or value < 0:
-                    fail(key, "must be a non-negative integer")
-            elif key in ("pattern", "format", "$ref", "$dynamicRef", "$anchor", "$dynamicAnchor", "$id"):
-                if t is not str:
-                    fail(key, "must be a string")
-                if key == "pattern":
-                    self.regex(value, key, spath + "/pattern")
-            elif key in ("required",):
-                if t is not list or any(type(v) is not str for v in value):
-                    fail(key, "must be an array of strings")
-            elif key == "enum":
-                if t is not list:
-                    fail(key, "must be an array")
-                if not value and self.strict:
-                    fail(key, "enum must have non-empty array")
-            elif key in ("uniqueItems", "nullable"):
-                if t is not bool:
-                    fail(key, "must be a boolean")
-            elif key in _SCHEMA_LISTS:
-                if t is not list or not value:
-                    fail(key, "must be a non-empty array of schemas")
-            elif key in _SCHEMA_MAPS or key in ("dependentRequired", "dependencies"):
-                if t is not dict:
-                    fail(key, "must be an object")
-                if key == "dependentRequired" and any(
-                        type(v) is not list or any(type(s) is not str for s in v) for v in value.values()):
-                    fail(key, "must map names to arrays of strings")
-                if key == "patternProperties":
-                    for pattern in value:
-                        self.regex(pattern, key, spath + "/patternProperties")
-            elif key in _SCHEMA_ONE:
-                if t not in (dict, bool):
-                    fail(key, "must be a schema (an object or a boolean)")
+                        raise _schema_error(key, _schema_path((spath, key)), 'unknown type "%s"' % n)
+                ok, detail = len(set(names)) == len(names), "type names must be unique"
+        elif kind == "names":
+            ok, detail = t is list and all(type(v) is str for v in value), "must be an array of strings"
+        elif kind == "array":
+            ok, detail = t is list, "must be an array"
+            if ok and not value and self.strict:
+                ok, detail = False, "enum must have non-empty array"
+        elif kind == "boolean":
+            ok, detail = t is bool, "must be a boolean"
+        else:   # pattern, format, references, anchors, $id
+            ok, detail = t is str, "must be a string"
+            if ok and kind == "pattern":
+                self.regex(value, key, _schema_path((spath, key)))
+        if not ok:
+            raise _schema_error(key, _schema_path((spath, key)), detail)
+        return kind
 
     def regex(self, pattern, keyword, spath):
         """A pattern compiled (once per compiler: a lazy compile reuses the check's)."""
@@ -1574,7 +1645,7 @@ def _false_schema(spath):
 
     def check(inst, path, errors, ann):
         if errors is not None:
-            errors.append(_issue(path, spath, "false schema", {}, "boolean schema is false"))
+            _report(errors, path, spath, "false schema", {}, "boolean schema is false")
         return False
     return check
 
@@ -1603,23 +1674,16 @@ def _in_order(fns):
 
 
 def _all_pass(tests):
-    """One test that passes when every one of ``tests`` does, tried in order.  A call
-    costs more than a comparison, so two or three tests are joined without a loop."""
-    if len(tests) == 1:
-        return tests[0]
-    if len(tests) == 2:
-        first, second = tests
-        return lambda inst: first(inst) and second(inst)
-    if len(tests) == 3:
-        first, second, third = tests
-        return lambda inst: first(inst) and second(inst) and third(inst)
-
-    def passes(inst):
-        for test in tests:
-            if not test(inst):
-                return False
-        return True
+    """One test that passes when every one of ``tests`` does, tried in order: a chain of
+    two-test steps (a call costs less than a loop over a few tests)."""
+    passes = tests[-1]
+    for test in reversed(tests[:-1]):
+        passes = _both(test, passes)
     return passes
+
+
+def _both(first, second):
+    return lambda inst: first(inst) and second(inst)
 
 
 def _joined(checks):
@@ -1699,7 +1763,7 @@ def _check_that(keyword, kpath, params, message, passes):
         if passes(inst):
             return True
         if errors is not None:
-            errors.append(_issue(path, kpath, keyword, dict(params), message))
+            _report(errors, path, kpath, keyword, dict(params), message)
         return False
     check.passes = passes
     return check
@@ -1778,8 +1842,8 @@ def _k_required(c, schema, value, kpath, spath, cx):
         valid = True
         for name in names:
             if name not in inst:
-                errors.append(_issue(path, kpath, "required", {"missingProperty": name},
-                                     "must have required property '%s'" % name))
+                _report(errors, path, kpath, "required", {"missingProperty": name},
+                        "must have required property '%s'" % name)
                 valid = False
         return valid
     check.passes = passes
@@ -1801,11 +1865,11 @@ def _property_deps(keyword, kpath, deps):
                         if errors is None:
                             return False
                         joined = ", ".join(req)
-                        errors.append(_issue(path, kpath, keyword,
-                                             {"property": name, "missingProperty": dep, "depsCount": len(req),
-                                              "deps": joined},
-                                             "must have %s %s when property %s is present"
-                                             % ("property" if len(req) == 1 else "properties", joined, name)))
+                        _report(errors, path, kpath, keyword,
+                                {"property": name, "missingProperty": dep, "depsCount": len(req),
+                                 "deps": joined},
+                                "must have %s %s when property %s is present"
+                                % ("property" if len(req) == 1 else "properties", joined, name))
                         valid = False
         return valid
     return check
@@ -1909,8 +1973,8 @@ def _k_unique_items(c, schema, value, kpath, spath, cx):
             return True
         if errors is not None:
             i, j = pair
-            errors.append(_issue(path, kpath, "uniqueItems", {"i": i, "j": j},
-                                 "must NOT have duplicate items (items ## %d and %d are identical)" % (j, i)))
+            _report(errors, path, kpath, "uniqueItems", {"i": i, "j": j},
+                    "must NOT have duplicate items (items ## %d and %d are identical)" % (j, i))
         return False
     check.passes = lambda inst: len(inst) < 2 or _surely_distinct(inst) or duplicate(inst) is None
     return check
@@ -1983,7 +2047,7 @@ def _outcome(valid, errors, start, path, kpath, keyword, params, message):
             del errors[start:]
         return True
     if errors is not None:
-        errors.append(_issue(path, kpath, keyword, params, message))
+        _report(errors, path, kpath, keyword, params, message)
     return False
 
 
@@ -1995,7 +2059,7 @@ def _k_not(c, schema, value, kpath, spath, cx):
         if sub is not None and not sub(inst, path, None, None):
             return True
         if errors is not None:
-            errors.append(_issue(path, kpath, "not", {}, "must NOT be valid"))
+            _report(errors, path, kpath, "not", {}, "must NOT be valid")
         return False
     return check
 
@@ -2078,7 +2142,7 @@ def _k_if(c, schema, value, kpath, spath, cx):
                 ann.merge(part)
             return True
         if errors is not None:
-            errors.append(_issue(path, kpath, "if", {"failingKeyword": name}, 'must match "%s" schema' % name))
+            _report(errors, path, kpath, "if", {"failingKeyword": name}, 'must match "%s" schema' % name)
         return False
     return check
 
@@ -2088,13 +2152,13 @@ def _k_if(c, schema, value, kpath, spath, cx):
 
 def _apply(pairs, inst, path, errors, reject=None):
     """Check members: ``pairs`` of (checker, key) apply ``checker`` to ``inst[key]``; a
-    None checker means the key itself is the issue ``reject(path, key)`` makes."""
+    None checker means the key itself is the issue ``reject(errors, path, key)`` reports."""
     valid = True
     for sub, key in pairs:
         if sub is None:
             if errors is None:
                 return False
-            errors.append(reject(path, key))
+            reject(errors, path, key)
         elif sub(inst[key], (path, key), errors, None):
             continue
         elif errors is None:
@@ -2118,8 +2182,8 @@ _mark_all_items = _mark_all("items")
 
 def _rejecting(kpath, keyword, param, message):
     """The issue for a member a ``false`` schema refuses (additional/unevaluated properties)."""
-    def reject(path, key):
-        return _issue(path, kpath, keyword, {param: key}, message)
+    def reject(errors, path, key):
+        _report(errors, path, kpath, keyword, {param: key}, message)
     return reject
 
 
@@ -2189,8 +2253,8 @@ def _k_additional_properties(c, schema, value, kpath, spath, cx):
             ann.props = True
         if inst.keys() <= props.keys():
             return True
-        extra = [(sub, key) for key in _js_keys(inst)
-                 if key not in props and not any(search(key) for search in patterns)]
+        extra = ((sub, key) for key in _js_keys(inst)
+                 if key not in props and not any(search(key) for search in patterns))
         return _apply(extra, inst, path, errors, reject)
     if value is False and not patterns and not c.track:
         check.passes = lambda inst: inst.keys() <= props.keys()
@@ -2213,8 +2277,8 @@ def _k_property_names(c, schema, value, kpath, spath, cx):
                 for issue in found:
                     issue["propertyName"] = key
                 errors.extend(found)
-                errors.append(_issue(path, kpath, "propertyNames", {"propertyName": key},
-                                     "property name must be valid"))
+                _report(errors, path, kpath, "propertyNames", {"propertyName": key},
+                        "property name must be valid")
                 valid = False
         return valid
     return check
@@ -2273,7 +2337,7 @@ def _k_items(c, schema, value, kpath, spath, cx):
             if len(inst) <= start:
                 return True
             if errors is not None:
-                errors.append(_issue(path, kpath, "items", {"limit": start}, message))
+                _report(errors, path, kpath, "items", {"limit": start}, message)
             return False
         return closed
     sub = c.compile(value, kpath, cx.but())
@@ -2281,7 +2345,7 @@ def _k_items(c, schema, value, kpath, spath, cx):
     def check(inst, path, errors, ann):
         if ann is not None:
             ann.items = True
-        return _apply([(sub, i) for i in range(start, len(inst))], inst, path, errors)
+        return _apply(((sub, i) for i in range(start, len(inst))), inst, path, errors)
     if hasattr(sub, "passes") and not c.track:
         test = sub.passes
         check.passes = lambda inst: all(map(test, islice(inst, start, None)))
@@ -2302,7 +2366,7 @@ def _k_contains(c, schema, value, kpath, spath, cx):
 
     def fail(path, errors):
         if errors is not None:
-            errors.append(_issue(path, kpath, "contains", dict(params), message))
+            _report(errors, path, kpath, "contains", dict(params), message)
         return False
 
     def note(inst, ann):
@@ -2352,8 +2416,8 @@ def _k_unevaluated_items(c, schema, value, kpath, spath, cx):
         if sub is not None:
             return _apply([(sub, i) for i in left], inst, path, errors)
         if left and errors is not None:
-            errors.append(_issue(path, kpath, "unevaluatedItems", {"limit": upto},
-                                 "must NOT have more than %d items" % upto))
+            _report(errors, path, kpath, "unevaluatedItems", {"limit": upto},
+                    "must NOT have more than %d items" % upto)
         return not left
     return check
 
@@ -2609,7 +2673,8 @@ class _Compiled(object):
     def compile(self, compiler):
         try:
             check = compiler.env(self.schema, compiler.root_base)
-            compiler.check_cycles(self.schema)
+            if compiler.refs or compiler.uses_dynamic:   # a schema reaches itself only by reference
+                compiler.check_cycles(self.schema)
         except RecursionError:
             raise SchemaError("the schema is nested too deeply to compile", "schema", "#")
         self.compiler = compiler
@@ -2748,6 +2813,17 @@ class SchemaValidator(object):
             return [{"instancePath": "", "schemaPath": "#", "keyword": "depth", "params": {},
                      "message": _DEPTH_ISSUE}]
         return errors
+
+    def first_issues(self, instance, limit):
+        """``(issues, left_out)``: the first ``limit`` issues ``issues()`` lists, in Ajv's
+        order, and how many more there are.  The ones left out are counted, never
+        made, so memory stays bounded however many issues the instance has."""
+        errors = _Issues(limit)
+        try:
+            self._run(instance, errors)
+        except RecursionError:
+            return self.issues(instance), 0
+        return errors[:], errors.left_out
 
     def is_valid(self, instance):
         """True when ``instance`` has no issue (stops at the first one)."""

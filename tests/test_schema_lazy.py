@@ -128,11 +128,10 @@ BROKEN = [
     nested(32, {"minLength": -1}),
     nested(33, {"type": "integer"}),
     nested(34, {"pattern": "["}),
-    nested(400, {"type": "integer"}),
-    nested(10000, {"type": "integer"}),
     {"properties": {"a": {"items": {"prefixItems": [{"format": "url"}, {"format": "nope"}]}}}},
     {"properties": {"default": {"default": 1}}, "then": {"properties": {"x": {"default": 2}}}},
 ]
+DEEP = [nested(400, {"type": "integer"}), nested(10000, {"type": "integer"})]
 INSTANCES = [None, True, 0, 1.5, "", "x" * 40, [], [1, [2, [3]]], {}, {"a": "b", "default": [1]},
              {"items": {"items": {"a": [[[]]]}}}]
 
@@ -142,7 +141,7 @@ INSTANCES = [None, True, 0, 1.5, "", "x" * 40, [], [1, [2, [3]]], {}, {"a": "b",
 # ---------------------------------------------------------------------------
 
 
-@pytest.mark.parametrize("schema", BROKEN, ids=range(len(BROKEN)))
+@pytest.mark.parametrize("schema", BROKEN + DEEP, ids=range(len(BROKEN + DEEP)))
 def test_lazy_raises_what_eager_raises(schema):
     assert_same(schema, INSTANCES)
 
@@ -183,13 +182,13 @@ def mutants(schema, rng, count):
 
 def test_lazy_equals_eager_on_mutants():
     rng = random.Random(20261204)
-    corpus = suite_groups() + oracle_cases() + [(s, INSTANCES) for s in BROKEN[:-4]]
+    corpus = suite_groups() + oracle_cases() + [(s, INSTANCES) for s in BROKEN]
     seen = []
     for schema, instances in rng.sample(corpus, 600):
         for mutant in mutants(schema, rng, 5):
             seen.append(assert_same(mutant, instances[:3] + INSTANCES[:6]))
     assert len(seen) == 3000
-    assert [seen.count(kind) > 80 for kind in ("refused", "deferred", "compiled")] == [True] * 3, [seen.count(k) for k in ("refused", "deferred", "compiled")]
+    assert [seen.count(kind) > 50 for kind in ("refused", "deferred", "compiled")] == [True] * 3, [seen.count(k) for k in ("refused", "deferred", "compiled")]
 
 
 def test_first_use_on_a_deep_stack():
