@@ -166,10 +166,13 @@ def _canon(x):
 
 def _surely_distinct(items):
     """True when no two items can be JSON-equal, told cheaply: JSON-equal values are
-    equal in Python too, so items whose Python keys below all differ are distinct.
-    False means "maybe" (1 and true share a key; nested arrays and objects have none)."""
+    equal in Python too, so items whose Python hashes below all differ are distinct.
+    False means "maybe" (1 and true hash alike; nested arrays and objects have none).
+    Only the hashes are kept: a set of thousands of frozensets costs twice as much
+    per item as a set of their hashes."""
     try:
-        keys = {frozenset(x.items()) if type(x) is dict else tuple(x) if type(x) is list else x for x in items}
+        keys = {hash(frozenset(x.items())) if type(x) is dict else hash(tuple(x)) if type(x) is list else hash(x)
+                for x in items}
     except TypeError:
         return False
     return len(keys) == len(items)
@@ -1957,12 +1960,16 @@ def _k_unique_items(c, schema, value, kpath, spath, cx):
                     return i, seen[key]
                 seen[key] = i
             return None
+        # Items by the hash of their _canon key (only the hash kept: see _surely_distinct);
+        # Ajv reports the last item equal to an earlier one, with the latest such one.
         last, found = {}, None
         for i, item in enumerate(inst):
-            key = _canon(item)
-            if key in last:
-                found = (i, last[key])
-            last[key] = i
+            same = last.setdefault(hash(_canon(item)), [])
+            for j in reversed(same):
+                if _json_equal(inst[j], item):
+                    found = (i, j)
+                    break
+            same.append(i)
         return found
 
     def check(inst, path, errors, ann):
