@@ -393,6 +393,7 @@ _CLASS_ESCAPES = {
 _LINE_ENDS = [(0x0A, 0x0A), (0x0D, 0x0D), (0x2028, 0x2029)]
 _SYNTAX_CHARS = "^$\\.*+?()[]{}|/"
 _SIMPLE_ESCAPES = {"t": 0x09, "n": 0x0A, "v": 0x0B, "f": 0x0C, "r": 0x0D}
+_ASCII_LETTERS = frozenset("ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz")
 _QUANTIFIER = re.compile(r"\{([0-9]+)(,([0-9]*))?\}")
 _GROUP_NAME = re.compile(r"[A-Za-z_$][A-Za-z0-9_$]*")
 _GENERAL_CATEGORIES = {
@@ -583,7 +584,7 @@ class _RegexTranslator:
             return 0
         if c == "c":
             nxt = src[self.i:self.i + 1]
-            if nxt.isascii() and nxt.isalpha():
+            if nxt in _ASCII_LETTERS:
                 self.i += 1
                 return ord(nxt) % 32
             if self.u:
