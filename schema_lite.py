@@ -4,26 +4,45 @@ The pack service validates every tool input and output and every check config.  
 runtime that receives the issues was built against the TypeScript service, which uses
 Ajv (``allErrors: true``, ``allowUnionTypes: true``, ajv-formats in full mode, and
 ``useDefaults`` on the input side).  This module gives the same answers with the
-standard library only:
+standard library only, on CPython 3.6 and later:
 
     v = SchemaValidator(schema)            # compiles once; SchemaError if unusable
+    v = SchemaValidator(schema, lazy=True) # the same SchemaError now; compiled when first used
+    v = SchemaValidator(schema, shared=d)  # equal schemas made with the dict d compile once
     v.issues(instance)                     # every issue, in Ajv's order
+    v.first_issues(instance, limit)        # (the first `limit` of them, how many more there are)
     v.is_valid(instance)                   # stops at the first failure
     v.apply_defaults(instance)             # a new value, defaults filled like Ajv
     apply_defaults(schema, instance)       # the same, compiling (and caching) first
     v.apply_defaults(instance, in_place=True)  # the instance itself filled, as Ajv does
     check_schema(schema)                   # raises SchemaError or returns None
 
+Schemas and instances are JSON values as ``json.loads`` makes them: dict (with str
+keys), list, str, int, float, bool and None, those types exactly.  A value of any
+other type (a tuple, an OrderedDict, a subclass of str or int) has no JSON type:
+``type`` never accepts it, the keywords of a type (``maxItems``, ``required``...)
+don't apply to it, as they don't apply to a value of another type, and it equals
+nothing but itself (``enum``, ``const``, ``uniqueItems``).
+
 A schema is compiled into closures: each keyword has a small compile function in a
 table (``_KEYWORDS``) that returns a checker ``check(instance, path, errors, ann)``;
 a schema object becomes one closure that runs its checkers in the order Ajv runs
 them (untyped keywords first, then the number, string, array and object groups).
-``errors`` is a list to append issues to, or None when only validity matters;
-``path`` is the instance location as a linked tuple ``(parent, key)`` rendered only
-when an issue is made; ``ann`` collects the properties and items a schema evaluated,
-for ``unevaluatedProperties``/``unevaluatedItems``, and is None when nobody asks.
+``errors`` is a list to append issues to (or an _Issues that stops keeping them at
+a limit), or None when only validity matters; ``path`` is the instance location as
+a linked tuple ``(parent, key)`` rendered only when an issue is made; ``ann``
+collects the properties and items a schema evaluated, for
+``unevaluatedProperties``/``unevaluatedItems``, and is None when nobody asks.
 A checker that only tests its instance also carries the test as ``check.passes``
 (instance -> bool): a valid instance is tested whole, and checkers run to write issues.
+
+Compiling has two steps.  Indexing walks the schema once, checking every keyword's
+value and compiling every pattern; then the closures are built, resolving references
+on the way.  A lazy validator of a schema without references (not strict, not deeply
+nested) stops after indexing, where nothing is left that could fail, and builds its
+closures on first use.  Validators made with the same ``shared`` dict share the
+compiled form (_Compiled) of equal schemas, so a pack that repeats a shape compiles
+it once.
 
 Where Ajv departs from the specification in ways a Python service should not copy
 (JavaScript prototype property names, stack overflows on relative ``$id`` refs,
@@ -1243,7 +1262,7 @@ class _Issues(list):
 
 
 _tls = threading.local()
-_lock = threading.Lock()  # guards what is compiled lazily and the caches of compiled schemas
+_lock = threading.Lock()  # guards what is compiled lazily, and the apply_defaults cache
 
 
 class _Compiler(object):
@@ -2716,12 +2735,8 @@ class _Compiled(object):
         self.defaults_ready = True
 
 
-_SHARED_MAX = 256
-_shared = {}   # (strict, hash of repr(schema)) -> _Compiled, least recently used first
-
-
-def _compiled(schema, strict, remotes, lazy):
-    """The compiled form of ``schema``: shared with an equal schema's when one is known.
+def _compiled(schema, strict, remotes, lazy, shared):
+    """The compiled form of ``schema``: an equal schema's from ``shared`` when it has one.
 
     Equal means the same JSON value with the same types and the same key order (the
     order is in the issues' order).  The key is the schema's repr, which costs a
@@ -2729,24 +2744,17 @@ def _compiled(schema, strict, remotes, lazy):
     value by value (_same), so a key that collides only costs a compile.
     """
     key = None
-    if remotes is None:
+    if shared is not None and remotes is None:
         try:
             key = (strict, hash(repr(schema)))
         except (RecursionError, ValueError):
             pass                        # too deep, or an integer too long to print: not shared
-    if key is not None:
-        with _lock:
-            found = _shared.pop(key, None)
-            if found is not None:
-                _shared[key] = found    # now the most recently used
-        if found is not None and _same(found.schema, schema):
-            return found
+    found = shared.get(key) if key is not None else None
+    if found is not None and _same(found.schema, schema):
+        return found
     compiled = _Compiled(schema, strict, remotes, lazy)
     if key is not None:
-        with _lock:
-            _shared[key] = compiled
-            if len(_shared) > _SHARED_MAX:
-                del _shared[next(iter(_shared))]
+        shared[key] = compiled
     return compiled
 
 
@@ -2777,15 +2785,11 @@ def _same_rec(a, b):
 
 
 class SchemaValidator(object):
-    """A compiled schema.  Thread-safe: compiled once, used from any number of threads.
-
-    Validators of equal schemas share one compiled form, so a pack that repeats a
-    shape compiles it once.
-    """
+    """A compiled schema.  Thread-safe: compiled once, used from any number of threads."""
 
     __slots__ = ("schema", "strict", "_compiled", "_check", "_dynamic")
 
-    def __init__(self, schema, strict=False, remotes=None, lazy=False):
+    def __init__(self, schema, strict=False, remotes=None, lazy=False, shared=None):
         """Compile ``schema``; raise SchemaError if it cannot be used.
 
         ``strict`` refuses what Ajv's ``strict: true`` refuses.  ``remotes`` maps URIs
@@ -2793,13 +2797,17 @@ class SchemaValidator(object):
         checks the schema now, raising every SchemaError compiling would, and
         compiles it when first used; a schema with ``$ref``, ``$dynamicRef``,
         ``strict`` or more than 32 levels of nesting is compiled now all the same.
+        ``shared`` is a dict the caller keeps for a set of schemas compiled
+        together (a pack's): validators made with it share the compiled form of
+        equal schemas, so a repeated shape is compiled once.  Its content is
+        this module's; it holds what it shares for as long as the caller keeps it.
         """
         if type(schema) not in (dict, bool):
             raise SchemaError("a schema must be an object or a boolean, not %s" % type(schema).__name__,
                               "schema", "#")
         self.schema = schema
         self.strict = strict
-        self._compiled = _compiled(schema, strict, remotes, lazy)
+        self._compiled = _compiled(schema, strict, remotes, lazy, shared)
         self._check = self._compiled.check
         self._dynamic = self._compiled.dynamic
 

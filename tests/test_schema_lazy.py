@@ -26,14 +26,8 @@ from schema_lite import SchemaError, SchemaValidator  # noqa: E402
 from conftest import shared_path  # noqa: E402
 
 
-@pytest.fixture(autouse=True)
-def no_sharing_across_tests(monkeypatch):
-    monkeypatch.setattr(schema_lite, "_shared", {})
-
-
 def outcome(schema, lazy, strict=False):
-    """(validator, None) or (None, what was raised), with nothing shared from before."""
-    schema_lite._shared.clear()
+    """(validator, None) or (None, what was raised)."""
     try:
         return SchemaValidator(schema, strict=strict, lazy=lazy), None
     except SchemaError as exc:
@@ -252,11 +246,23 @@ def test_defaults_ignore_then_and_else_without_if():
 
 
 def test_equal_schemas_share_one_compiled_form():
-    a = SchemaValidator(json.loads('{"type": "object", "properties": {"n": {"minimum": 1}}}'))
-    b = SchemaValidator(json.loads('{"type": "object", "properties": {"n": {"minimum": 1}}}'))
-    c = SchemaValidator(json.loads('{"type": "object", "properties": {"n": {"minimum": 1}}}'), lazy=True)
+    shared = {}
+    a = SchemaValidator(json.loads('{"type": "object", "properties": {"n": {"minimum": 1}}}'), shared=shared)
+    b = SchemaValidator(json.loads('{"type": "object", "properties": {"n": {"minimum": 1}}}'), shared=shared)
+    c = SchemaValidator(json.loads('{"type": "object", "properties": {"n": {"minimum": 1}}}'), shared=shared,
+                        lazy=True)
     assert a._compiled is b._compiled is c._compiled
     assert b._check is not None and c._check is not None
+    assert SchemaValidator(a.schema)._compiled is not a._compiled   # without the dict: compiled anew
+
+
+def test_lazy_validators_share_the_first_use():
+    shared = {}
+    a = SchemaValidator({"maxLength": 2}, lazy=True, shared=shared)
+    b = SchemaValidator({"maxLength": 2}, lazy=True, shared=shared)
+    assert a._check is None and b._check is None
+    assert a.is_valid("abc") is False
+    assert b._compiled.check is not None and b.is_valid("ab") is True
 
 
 @pytest.mark.parametrize("other", [
@@ -266,40 +272,45 @@ def test_equal_schemas_share_one_compiled_form():
     {"properties": {"n": {"const": 1}, "m": {}}, "title": "x"},
 ])
 def test_schemas_that_differ_do_not_share(other):
-    first = SchemaValidator({"properties": {"n": {"const": 1}, "m": {}}})
-    assert SchemaValidator(other)._compiled is not first._compiled
+    shared = {}
+    first = SchemaValidator({"properties": {"n": {"const": 1}, "m": {}}}, shared=shared)
+    assert SchemaValidator(other, shared=shared)._compiled is not first._compiled
 
 
 def test_a_look_alike_is_not_shared():
     class Names(list):
         """A list subclass prints as a list: the repr key matches, the value check does not."""
-    first = SchemaValidator({"required": ["a"]})
+    shared = {}
+    first = SchemaValidator({"required": ["a"]}, shared=shared)
     with pytest.raises(SchemaError, match="must be an array of strings"):
-        SchemaValidator({"required": Names(["a"])})
-    assert SchemaValidator({"required": ["a"]})._compiled is first._compiled
+        SchemaValidator({"required": Names(["a"])}, shared=shared)
+    assert SchemaValidator({"required": ["a"]}, shared=shared)._compiled is first._compiled
 
 
 def test_strict_and_lax_do_not_share():
+    shared = {}
     schema = {"type": "string", "format": "nope"}
-    assert SchemaValidator(schema).is_valid("x")
+    assert SchemaValidator(schema, shared=shared).is_valid("x")
     with pytest.raises(SchemaError, match="unknown format"):
-        SchemaValidator(schema, strict=True)
+        SchemaValidator(schema, strict=True, shared=shared)
 
 
 def test_a_schema_changed_after_compiling_is_compiled_again():
+    shared = {}
     schema = {"maxLength": 2}
-    first = SchemaValidator(schema)
+    first = SchemaValidator(schema, shared=shared)
     schema["maxLength"] = 5
-    second = SchemaValidator(schema)
+    second = SchemaValidator(schema, shared=shared)
     assert second._compiled is not first._compiled
     assert first.is_valid("abc") is False and second.is_valid("abc") is True
-    assert SchemaValidator({"maxLength": 2})._compiled is not first._compiled   # confirmed value by value
+    again = SchemaValidator({"maxLength": 2}, shared=shared)   # its key finds the changed one: compared, refused
+    assert again._compiled is not first._compiled and again.is_valid("abc") is False
 
 
-def test_sharing_keeps_the_most_recently_used(monkeypatch):
-    monkeypatch.setattr(schema_lite, "_SHARED_MAX", 3)
-    common = SchemaValidator({"type": "object"})
-    for n in range(10):
-        SchemaValidator({"maxLength": n})
-        assert SchemaValidator({"type": "object"})._compiled is common._compiled
-    assert len(schema_lite._shared) == 3
+def test_what_references_or_remotes_do_to_sharing():
+    shared = {}
+    schema = {"$defs": {"n": {"type": "integer"}}, "items": {"$ref": "#/$defs/n"}}
+    assert SchemaValidator(schema, shared=shared)._compiled is SchemaValidator(dict(schema), shared=shared)._compiled
+    remote = {"http://x/n": {"type": "integer"}}
+    with_remotes = [SchemaValidator({"$ref": "http://x/n"}, remotes=remote, shared=shared) for _ in range(2)]
+    assert with_remotes[0]._compiled is not with_remotes[1]._compiled   # remotes are not part of the key

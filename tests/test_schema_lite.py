@@ -297,7 +297,6 @@ def test_formats_are_built_when_a_schema_first_uses_them(monkeypatch):
                            timeout=60)
     assert fresh.stdout.strip() == "0"
     monkeypatch.setattr(schema_lite, "_format_tests", {})
-    monkeypatch.setattr(schema_lite, "_shared", {})   # compiled here, not shared from an earlier test
     built = []
 
     def compile_one():
@@ -514,7 +513,6 @@ def test_compiles_each_pattern_once(monkeypatch):
     calls = []
     real = schema_lite._RegexTranslator.translate
     monkeypatch.setattr(schema_lite, "_regex_cache", {})
-    monkeypatch.setattr(schema_lite, "_shared", {})
     monkeypatch.setattr(schema_lite._RegexTranslator, "translate", lambda self: calls.append(1) or real(self))
     v = SchemaValidator({"type": "array", "items": {"type": "string", "pattern": "^q+$"}})
     for _ in range(50):
