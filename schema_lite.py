@@ -987,7 +987,7 @@ _RULES = frozenset(k for ks in _GROUP_ORDER.values() for k in ks) | {"id"}
 _KNOWN = _RULES | {"$schema", "$id", "$defs", "$vocabulary", "definitions", "title", "description",
                    "default", "deprecated", "readOnly", "writeOnly", "examples", "contentMediaType",
                    "contentEncoding", "contentSchema"}
-_TYPE_NAMES = ("string", "number", "integer", "boolean", "null", "array", "object")
+_TYPE_NAMES = frozenset(["string", "number", "integer", "boolean", "null", "array", "object"])
 _SCHEMA_MAPS = ("properties", "patternProperties", "$defs", "definitions", "dependentSchemas")
 _SCHEMA_LISTS = ("allOf", "anyOf", "oneOf", "prefixItems")
 _SCHEMA_ONE = ("items", "contains", "not", "if", "then", "else", "additionalProperties",
@@ -1007,6 +1007,9 @@ for _key in ("maxLength", "minLength", "maxItems", "minItems", "maxProperties", 
 for _keys, _value_kind in ((_SCHEMA_ONE, "schema"), (_SCHEMA_LISTS, "schemas"), (_SCHEMA_MAPS, "schema map")):
     for _key in _keys:
         _VALUE_KINDS.setdefault(_key, _value_kind)
+# The kinds _Compiler.index does more with than check: subschemas, references, anchors, formats.
+_NOTED_KINDS = frozenset(["schema", "unevaluated", "schemas", "schema map", "pattern map", "dependencies",
+                          "ref", "dynamic ref", "anchor", "format"])
 _REF_KEYWORDS = ("$ref", "$dynamicRef", "$dynamicAnchor", "$recursiveRef", "$recursiveAnchor")
 _DRAFT_2020 = ("https://json-schema.org/draft/2020-12/schema", "https://json-schema.org/draft/2020-12/schema#")
 
@@ -1328,22 +1331,24 @@ class _Compiler(object):
                 kind = _VALUE_KINDS.get(key)
                 if kind is None:
                     continue
-                if kind == "schema":
-                    self.check_kind(key, value, spath)
-                    stack.append((value, base, (spath, key), depth))
-                elif kind == "schema map" or kind == "pattern map" or kind == "schemas":
-                    self.check_kind(key, value, spath)
-                    items = enumerate(value) if kind == "schemas" else value.items()
-                    sub = (spath, key)
-                    for name, item in items:
-                        stack.append((item, base, (sub, name), depth))
-                else:
-                    self.note(node, key, value, base, spath, depth, stack)
+                self.check_kind(kind, key, value, spath)
+                if kind in _NOTED_KINDS:
+                    self.note(kind, node, key, value, base, (spath, key), depth, stack)
 
-    def note(self, node, key, value, base, spath, depth, stack):
-        """Check a keyword that is not a subschema; record references, anchors and formats."""
-        kind = self.check_kind(key, value, spath)
-        if kind == "ref":
+    def note(self, kind, node, key, value, base, spath, depth, stack):
+        """Follow a keyword's subschemas (onto ``stack``); record references, anchors, formats."""
+        if kind == "schema" or kind == "unevaluated":
+            stack.append((value, base, spath, depth))
+            if kind == "unevaluated":
+                self.track = True
+        elif kind == "schemas":
+            for i, item in enumerate(value):
+                stack.append((item, base, (spath, i), depth))
+        elif kind == "schema map" or kind == "pattern map" or kind == "dependencies":
+            for name, item in value.items():
+                if kind != "dependencies" or type(item) is not list:
+                    stack.append((item, base, (spath, name), depth))
+        elif kind == "ref":
             self.refs.append((value, base))
         elif kind == "dynamic ref":
             self.uses_dynamic = True
@@ -1352,24 +1357,31 @@ class _Compiler(object):
             self.anchors.setdefault(name, node)
             if key == "$dynamicAnchor":
                 self.dynamic.setdefault(name, node)
-        elif kind == "format":
+        else:
             self.formats.add(value)
-        elif kind == "unevaluated":
-            self.track = True
-            stack.append((value, base, (spath, key), depth))
-        elif kind == "dependencies":
-            sub = (spath, key)
-            for name, item in value.items():
-                if type(item) is not list:
-                    stack.append((item, base, (sub, name), depth))
 
-    def check_kind(self, key, value, spath):
-        """The part of the meta-schema Ajv enforces in every mode: keyword values of the right
-        kind.  Returns the keyword's kind (_VALUE_KINDS)."""
-        kind = _VALUE_KINDS[key]
+    def check_kind(self, kind, key, value, spath):
+        """The part of the meta-schema Ajv enforces in every mode: keyword values of the
+        right kind (``kind``, from _VALUE_KINDS)."""
         t = type(value)
-        if kind == "schema" or kind == "unevaluated":
+        if kind == "type":
+            if t is str and value in _TYPE_NAMES:
+                return
+            names = [value] if t is str else value if t is list else None
+            ok, detail = bool(names) and all(type(n) is str for n in names), \
+                "must be a type name or a non-empty array of them"
+            if ok:
+                for n in names:
+                    if n not in _TYPE_NAMES:
+                        raise _schema_error(key, _schema_path((spath, key)), 'unknown type "%s"' % n)
+                ok, detail = len(set(names)) == len(names), "type names must be unique"
+        elif kind == "schema" or kind == "unevaluated":
             ok, detail = t is dict or t is bool, "must be a schema (an object or a boolean)"
+        elif kind == "count":
+            ok, detail = (t is int or t is float) and _is_integer(value) and value >= 0, \
+                "must be a non-negative integer"
+        elif kind == "number":
+            ok, detail = t is int or t is float, "must be a number"
         elif kind == "schemas":
             ok, detail = t is list and len(value) > 0, "must be a non-empty array of schemas"
         elif kind in ("schema map", "pattern map", "names map", "dependencies"):
@@ -1380,22 +1392,8 @@ class _Compiler(object):
             elif ok and kind == "pattern map":
                 for pattern in value:
                     self.regex(pattern, key, _schema_path((spath, key)))
-        elif kind == "number":
-            ok, detail = t is int or t is float, "must be a number"
-        elif kind == "count":
-            ok, detail = (t is int or t is float) and _is_integer(value) and value >= 0, \
-                "must be a non-negative integer"
         elif kind == "positive":
             ok, detail = (t is int or t is float) and value > 0, "must be a number > 0"
-        elif kind == "type":
-            names = [value] if t is str else value if t is list else None
-            ok, detail = bool(names) and all(type(n) is str for n in names), \
-                "must be a type name or a non-empty array of them"
-            if ok:
-                for n in names:
-                    if n not in _TYPE_NAMES:
-                        raise _schema_error(key, _schema_path((spath, key)), 'unknown type "%s"' % n)
-                ok, detail = len(set(names)) == len(names), "type names must be unique"
         elif kind == "names":
             ok, detail = t is list and all(type(v) is str for v in value), "must be an array of strings"
         elif kind == "array":
@@ -1410,7 +1408,6 @@ class _Compiler(object):
                 self.regex(value, key, _schema_path((spath, key)))
         if not ok:
             raise _schema_error(key, _schema_path((spath, key)), detail)
-        return kind
 
     def regex(self, pattern, keyword, spath):
         """A pattern compiled (once per compiler: a lazy compile reuses the check's)."""
