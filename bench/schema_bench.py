@@ -6,7 +6,8 @@
 Validates an order (customer, address, 20 line items with enums, patterns,
 uuid/email/date/date-time formats, bounds, uniqueItems and a default) and prints
 calls per second for: compiling the schema (each time a schema not seen before),
-checking it for a lazy validator, compiling a schema equal to one compiled before
+checking it for a lazy validator (its $ref inlined: a lazy validator compiles a
+schema with references at once), compiling a schema equal to one compiled before
 with the same ``shared`` dict, is_valid and issues() on the valid order, issues() on an order with a
 dozen mistakes, and apply_defaults.  When
 jsonschema's Draft202012Validator is importable it is measured the same way (with
@@ -127,6 +128,14 @@ def invalid_order():
     return order
 
 
+def without_refs(schema):
+    """The order schema with its one $ref replaced by the address it names: a lazy
+    validator compiles a schema with references at once, so the lazy row needs none."""
+    schema = copy.deepcopy(schema)
+    schema["properties"]["shipping"] = schema.pop("$defs")["address"]
+    return schema
+
+
 def jsonschema_version():
     try:
         from importlib.metadata import version
@@ -227,10 +236,12 @@ def main(argv):
     bad = invalid_order()
     lite = schema_lite.SchemaValidator(ORDER_SCHEMA)
     fresh = (dict(ORDER_SCHEMA, title="order %d" % n) for n in itertools.count())
+    inlined = (dict(without_refs(ORDER_SCHEMA), title="order %d" % n) for n in itertools.count())
     shared = {}
     rows = [
         ("compile", rate(lambda: schema_lite.SchemaValidator(next(fresh)), seconds)),
-        ("compile, lazy (check only)", rate(lambda: schema_lite.SchemaValidator(next(fresh), lazy=True), seconds)),
+        ("compile, lazy (check only)", rate(lambda: schema_lite.SchemaValidator(next(inlined), lazy=True),
+                                            seconds)),
         ("compile, an equal schema", rate(lambda: schema_lite.SchemaValidator(dict(ORDER_SCHEMA), shared=shared),
                                           seconds)),
         ("is_valid (valid order)", rate(lambda: lite.is_valid(VALID_ORDER), seconds)),
