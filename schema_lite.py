@@ -50,6 +50,7 @@ Where Ajv departs from the specification in ways a Python service should not cop
 evaluated) this module follows the specification; docs/schema_lite.md lists them.
 """
 
+import marshal
 import re
 import sys
 import threading
@@ -2736,16 +2737,18 @@ def _compiled(schema, strict, remotes, lazy, shared):
     """The compiled form of ``schema``: an equal schema's from ``shared`` when it has one.
 
     Equal means the same JSON value with the same types and the same key order (the
-    order is in the issues' order).  The key is the schema's repr, which costs a
-    few microseconds against the compile's tens to hundreds; a hit is confirmed
-    value by value (_same), so a key that collides only costs a compile.
+    order is in the issues' order).  The key is a hash of the schema's marshal bytes
+    (version 2, which has no back-references, so equal values give equal bytes): a
+    microsecond or two against the compile's tens to hundreds, where repr takes
+    three times as long.  A hit is confirmed value by value (_same), so a key that
+    collides only costs a compile.
     """
     key = None
     if shared is not None and remotes is None:
         try:
-            key = (strict, hash(repr(schema)))
-        except (RecursionError, ValueError):
-            pass                        # too deep, or an integer too long to print: not shared
+            key = (strict, hash(marshal.dumps(schema, 2)))
+        except ValueError:
+            pass                        # a value marshal refuses (no JSON type), or too deep: not shared
     found = shared.get(key) if key is not None else None
     if found is not None and _same(found.schema, schema):
         return found
