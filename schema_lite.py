@@ -181,7 +181,7 @@ def _canon(x):
         return (dict, frozenset([(k, _canon(v)) for k, v in x.items()]))
     if x is None:
         return None
-    return (id, id(x))
+    return (id, id(x))   # a value of no JSON type: equal to nothing but itself
 
 
 def _surely_distinct(items):
@@ -2652,7 +2652,11 @@ def _composite_defaults(schema):
 # Public API
 # ---------------------------------------------------------------------------
 
-_DEPTH_ISSUE = ("instance is nested too deeply to validate")
+def _depth_issues():
+    """The one issue of an instance nested deeper than validating can follow."""
+    return [{"instancePath": "", "schemaPath": "#", "keyword": "depth", "params": {},
+             "message": "instance is nested too deeply to validate"}]
+
 
 # A schema whose subschemas nest deeper than this is compiled at once even when
 # asked to compile lazily: compiling recurses once per level, and a lazy compile
@@ -2826,8 +2830,7 @@ class SchemaValidator(object):
         try:
             self._run(instance, errors)
         except RecursionError:
-            return [{"instancePath": "", "schemaPath": "#", "keyword": "depth", "params": {},
-                     "message": _DEPTH_ISSUE}]
+            return _depth_issues()
         return errors
 
     def first_issues(self, instance, limit):
@@ -2838,7 +2841,8 @@ class SchemaValidator(object):
         try:
             self._run(instance, errors)
         except RecursionError:
-            return self.issues(instance), 0
+            errors = _depth_issues()
+            return errors[:limit], len(errors[limit:])
         return errors[:], errors.left_out
 
     def is_valid(self, instance):

@@ -77,3 +77,13 @@ def test_600000_issues_in_bounded_memory():
     assert [issue["keyword"] for issue in kept] == ["maxLength", "propertyNames"] * 5
     assert left_out == 3 * 200000 - 10   # each name's maxLength and propertyNames, then each additional
     assert peak < 8 * 2 ** 20, peak            # a list of the keys (1.6 MB); the issues: ~150 MB
+
+
+def test_an_instance_too_deep_to_validate():
+    validator = SchemaValidator({"items": {"$ref": "#"}})
+    deep = []
+    for _ in range(10000):
+        deep = [deep]
+    assert validator.first_issues(deep, 0) == ([], 1)
+    kept, left_out = validator.first_issues(deep, 5)
+    assert kept == validator.issues(deep) and [i["keyword"] for i in kept] == ["depth"] and left_out == 0
