@@ -18,7 +18,10 @@ Then a tool is called twice and another tool twice: the first call
 of the first tool also pays for everything a first invoke warms in the
 process, the first call of the second tool only for what is per tool.  Each
 target starts once, unmeasured, before the figures, so that the pack's modules
-have their bytecode (a deployed image has it for both).  The services run as
+have their bytecode (a deployed image has it for both).  A boot during which
+other processes used more than 25% of a CPU is taken again (bench/run.py's rule,
+within ``--retry-budget`` seconds for the whole run); the ones kept disturbed are
+counted in a note.  The services run as
 bench/run.py runs them (same environment, CPU 0); the per-tool cost is the
 slope of a least-squares line through the sizes.  It prints figures; it
 asserts nothing.
@@ -58,13 +61,13 @@ def invoke(conn, tool_id, tool_input):
     return (time.perf_counter() - began) * 1000, answer.status, data
 
 
-def tool_input(n):
+def tool_input(n, identical):
     """A valid input for generated tool n (its property names come from the schema)."""
-    names = list(scale_pack.input_schema(n)["properties"])
+    names = list(scale_pack.input_schema(n, identical)["properties"])
     return {names[0]: "hello", names[1]: 1000, names[2]: ["a@example.com", "b@example.org"]}
 
 
-def first_calls(target, tools):
+def first_calls(target, tools, identical):
     """Latencies (ms) of: tool A's first and second call, tool B's first and second call.
 
     Each call has a connection of its own, opened before the clock starts: on a
@@ -77,7 +80,7 @@ def first_calls(target, tools):
             conn = http.client.HTTPConnection("127.0.0.1", target.port, timeout=30)
             try:
                 conn.connect()
-                ms, status, data = invoke(conn, scale_pack.tool_id(n), tool_input(n))
+                ms, status, data = invoke(conn, scale_pack.tool_id(n), tool_input(n, identical))
             finally:
                 conn.close()
             if status != 200 or b'"kind":"result"' not in data:
@@ -86,17 +89,37 @@ def first_calls(target, tools):
     return out
 
 
-def one_boot(target, workdir, tools):
-    """Boot once: (boot ms, RSS MB 0.5 s after listening, [call ms] * CALLS)."""
+def one_boot(target, workdir, tools, identical):
+    """Boot once: (boot ms, RSS MB 0.5 s after listening, [call ms] * CALLS, other %).
+
+    "other" is the CPU other processes used while it booted (the machine's busy
+    time less the service's and this process's), in % of the boot's wall time.
+    """
     probe = bench.Target(target.name, target.argv, target.env)
+    began = (bench.busy_seconds(), sum(os.times()[:2]))
     try:
         boot = bench.start(probe, workdir, timeout=120)
+        busy = bench.busy_seconds() - began[0]
+        other = busy - bench.process_seconds(probe.proc.pid) - (sum(os.times()[:2]) - began[1])
         time.sleep(SETTLE)
         rss = bench.rss_mb(probe.proc.pid)[0]
-        calls = first_calls(probe, tools)
+        calls = first_calls(probe, tools, identical)
     finally:
         bench.stop(probe)
-    return boot * 1000, rss, calls
+    return boot * 1000, rss, calls, max(other, 0.0) / boot * 100
+
+
+def quiet_boot(target, workdir, tools, args, budget_end):
+    """One boot; taken again while other processes were busy during it (within the
+    retry budget for the whole run), keeping the least disturbed."""
+    taken = one_boot(target, workdir, tools, args.identical)
+    while taken[3] > bench.NOISY and time.perf_counter() < budget_end:
+        again = one_boot(target, workdir, tools, args.identical)
+        if again[3] < taken[3]:
+            taken = again
+        if again[3] <= bench.NOISY:
+            break
+    return taken
 
 
 def targets_for(index, args, notes, workdir):
@@ -117,20 +140,24 @@ def targets_for(index, args, notes, workdir):
     return out
 
 
-def measure_size(tools, args, notes, workdir):
+def measure_size(tools, args, notes, workdir, budget_end):
     """{target: (boot ms, RSS MB, [call ms])}, medians over ``args.boots`` boots."""
     root = os.path.join(workdir, "pack-%d" % tools)
     index = scale_pack.write_pack(root, tools, args.identical)
     targets = targets_for(index, args, notes, workdir)
     for target in targets:                  # unmeasured: the pack's bytecode, for both
-        one_boot(target, workdir, tools)
+        one_boot(target, workdir, tools, args.identical)
     taken = {t.name: [] for t in targets}
     for _ in range(args.boots):
         for target in targets:
-            taken[target.name].append(one_boot(target, workdir, tools))
+            taken[target.name].append(quiet_boot(target, workdir, tools, args, budget_end))
     shutil.rmtree(root, ignore_errors=True)
-    return {name: (statistics.median(b for b, _, _ in runs), statistics.median(r for _, r, _ in runs),
-                   [statistics.median(c[i] for _, _, c in runs) for i in range(CALLS)])
+    disturbed = sum(run[3] > bench.NOISY for runs in taken.values() for run in runs)
+    if disturbed:
+        notes.append("%d tools: %d boots kept though other processes used > %d%% of a CPU meanwhile"
+                     % (tools, disturbed, bench.NOISY))
+    return {name: (statistics.median(run[0] for run in runs), statistics.median(run[1] for run in runs),
+                   [statistics.median(run[2][i] for run in runs) for i in range(CALLS)])
             for name, runs in taken.items()}
 
 
@@ -148,10 +175,11 @@ def report(sizes, figures):
         for name in names:
             boot, rss, calls = figures[size][name]
             print("%6d  %-9s %9.0f %9.1f  %s" % (size, name, boot, rss, " ".join("%9.2f ms" % c for c in calls)))
-    print("\nper tool (slope over %s tools): %s" % (", ".join(map(str, sizes)), ", ".join(
-        "%s %.3f ms and %.1f KiB" % (name, slope(sizes, [figures[s][name][0] for s in sizes]),
-                                     1024 * slope(sizes, [figures[s][name][1] for s in sizes]))
-        for name in names)))
+    if len(sizes) > 1:
+        print("\nper tool (slope over %s tools): %s" % (", ".join(map(str, sizes)), ", ".join(
+            "%s %.3f ms and %.1f KiB" % (name, slope(sizes, [figures[s][name][0] for s in sizes]),
+                                         1024 * slope(sizes, [figures[s][name][1] for s in sizes]))
+            for name in names)))
     if "official" not in names:
         return
     print("\nratios to the official service (goals: boot <= 1/3 and RSS <= 1/2 at 10 and 100 tools,"
@@ -175,6 +203,8 @@ def main(argv=None):
     parser.add_argument("--identical", action="store_true", help="every tool has the same input schema")
     parser.add_argument("--repo", default=REPO, help="the checkout whose service is measured (default: this one)")
     parser.add_argument("--no-official", action="store_true", help="leave the official service out")
+    parser.add_argument("--retry-budget", type=float, default=300.0,
+                        help="seconds spent taking disturbed boots again (default 300)")
     args = parser.parse_args(argv)
     args.repo = os.path.abspath(args.repo)
     sizes = [int(s) for s in args.sizes.split(",")]
@@ -185,9 +215,10 @@ def main(argv=None):
         time.strftime("%Y-%m-%d %H:%M UTC", time.gmtime()), sys.version.split()[0], os.getloadavg(),
         "identical" if args.identical else "distinct", args.boots))
     figures = {}
+    budget_end = time.perf_counter() + args.retry_budget
     with tempfile.TemporaryDirectory(prefix="kindgi-scale-") as workdir:
         for size in sizes:
-            figures[size] = measure_size(size, args, notes, workdir)
+            figures[size] = measure_size(size, args, notes, workdir, budget_end)
             print("measured %d tools" % size, flush=True)
     for note in notes:
         print("note:", note)
