@@ -23,6 +23,7 @@ sys.path.insert(0, str(ROOT / "tools"))
 
 import schema_lite  # noqa: E402
 from schema_lite import SchemaError, SchemaValidator  # noqa: E402
+import schema_report  # noqa: E402
 from conftest import shared_path  # noqa: E402
 
 
@@ -65,18 +66,8 @@ def assert_same(schema, instances, strict=False):
 # ---------------------------------------------------------------------------
 
 
-def suite_groups():
-    root = shared_path("jsonschema-suite", "tests", "draft2020-12")
-    groups = []
-    for path in sorted(root.rglob("*.json")):
-        for group in json.loads(path.read_text(encoding="utf-8")):
-            groups.append((group["schema"], [t["data"] for t in group["tests"]]))
-    return groups
-
-
-def oracle_cases():
-    cases = json.loads(shared_path("ajv-oracle", "cases.json").read_text(encoding="utf-8"))["cases"]
-    return [(case["schema"], [case["instance"]]) for case in cases]
+def corpus():
+    return schema_report.schemas_and_instances(str(shared_path("jsonschema-suite").parent))
 
 
 def nested(levels, leaf):
@@ -142,7 +133,7 @@ def test_lazy_raises_what_eager_raises(schema):
 
 def test_lazy_equals_eager_on_the_suite_and_the_oracle():
     seen = []
-    for schema, instances in suite_groups() + oracle_cases():
+    for schema, instances in corpus():
         seen.append(assert_same(schema, instances))
         assert_same(schema, instances, strict=True)
     assert seen.count("deferred") > 500   # most schemas really were compiled on first use
@@ -176,9 +167,9 @@ def mutants(schema, rng, count):
 
 def test_lazy_equals_eager_on_mutants():
     rng = random.Random(20261204)
-    corpus = suite_groups() + oracle_cases() + [(s, INSTANCES) for s in BROKEN]
+    pool = corpus() + [(s, INSTANCES) for s in BROKEN]
     seen = []
-    for schema, instances in rng.sample(corpus, 600):
+    for schema, instances in rng.sample(pool, 600):
         for mutant in mutants(schema, rng, 5):
             seen.append(assert_same(mutant, instances[:3] + INSTANCES[:6]))
     assert len(seen) == 3000

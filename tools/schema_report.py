@@ -76,6 +76,28 @@ def suite_files(shared):
     return sorted(out)
 
 
+def schemas_and_instances(shared):
+    """[(schema, [instance, ...])] for every group of the suite and every oracle case."""
+    out = []
+    for _, full in suite_files(shared):
+        with open(full, encoding="utf-8") as f:
+            out.extend((g["schema"], [t["data"] for t in g["tests"]]) for g in json.load(f))
+    with open(os.path.join(shared, "ajv-oracle", "cases.json"), encoding="utf-8") as f:
+        out.extend((case["schema"], [case["instance"]]) for case in json.load(f)["cases"])
+    return out
+
+
+def validators_and_instances(shared):
+    """[(schema, validator, [instance, ...])] for the schemas above that compile."""
+    out = []
+    for schema, instances in schemas_and_instances(shared):
+        try:
+            out.append((schema, schema_lite.SchemaValidator(schema), instances))
+        except schema_lite.SchemaError:
+            continue
+    return out
+
+
 def group_of(rel):
     if rel.startswith("optional/format/"):
         return "format"
