@@ -4,26 +4,45 @@ The pack service validates every tool input and output and every check config.  
 runtime that receives the issues was built against the TypeScript service, which uses
 Ajv (``allErrors: true``, ``allowUnionTypes: true``, ajv-formats in full mode, and
 ``useDefaults`` on the input side).  This module gives the same answers with the
-standard library only:
+standard library only, on CPython 3.6 and later:
 
     v = SchemaValidator(schema)            # compiles once; SchemaError if unusable
+    v = SchemaValidator(schema, lazy=True) # the same SchemaError now; compiled when first used
+    v = SchemaValidator(schema, shared=d)  # equal schemas made with the dict d compile once
     v.issues(instance)                     # every issue, in Ajv's order
+    v.first_issues(instance, limit)        # (the first `limit` of them, how many more there are)
     v.is_valid(instance)                   # stops at the first failure
     v.apply_defaults(instance)             # a new value, defaults filled like Ajv
     apply_defaults(schema, instance)       # the same, compiling (and caching) first
     v.apply_defaults(instance, in_place=True)  # the instance itself filled, as Ajv does
     check_schema(schema)                   # raises SchemaError or returns None
 
+Schemas and instances are JSON values as ``json.loads`` makes them: dict (with str
+keys), list, str, int, float, bool and None, those types exactly.  A value of any
+other type (a tuple, an OrderedDict, a subclass of str or int) has no JSON type:
+``type`` never accepts it, the keywords of a type (``maxItems``, ``required``...)
+don't apply to it, as they don't apply to a value of another type, and it equals
+nothing but itself (``enum``, ``const``, ``uniqueItems``).
+
 A schema is compiled into closures: each keyword has a small compile function in a
 table (``_KEYWORDS``) that returns a checker ``check(instance, path, errors, ann)``;
 a schema object becomes one closure that runs its checkers in the order Ajv runs
 them (untyped keywords first, then the number, string, array and object groups).
-``errors`` is a list to append issues to, or None when only validity matters;
-``path`` is the instance location as a linked tuple ``(parent, key)`` rendered only
-when an issue is made; ``ann`` collects the properties and items a schema evaluated,
-for ``unevaluatedProperties``/``unevaluatedItems``, and is None when nobody asks.
+``errors`` is a list to append issues to (or an _Issues that stops keeping them at
+a limit), or None when only validity matters; ``path`` is the instance location as
+a linked tuple ``(parent, key)`` rendered only when an issue is made; ``ann``
+collects the properties and items a schema evaluated, for
+``unevaluatedProperties``/``unevaluatedItems``, and is None when nobody asks.
 A checker that only tests its instance also carries the test as ``check.passes``
 (instance -> bool): a valid instance is tested whole, and checkers run to write issues.
+
+Compiling has two steps.  Indexing walks the schema once, checking every keyword's
+value and compiling every pattern; then the closures are built, resolving references
+on the way.  A lazy validator of a schema without references (not strict, not deeply
+nested) stops after indexing, where nothing is left that could fail, and builds its
+closures on first use.  Validators made with the same ``shared`` dict share the
+compiled form (_Compiled) of equal schemas, so a pack that repeats a shape compiles
+it once.
 
 Where Ajv departs from the specification in ways a Python service should not copy
 (JavaScript prototype property names, stack overflows on relative ``$id`` refs,
@@ -31,6 +50,7 @@ Where Ajv departs from the specification in ways a Python service should not cop
 evaluated) this module follows the specification; docs/schema_lite.md lists them.
 """
 
+import marshal
 import re
 import sys
 import threading
@@ -99,7 +119,8 @@ def _is_integer(x):
 
 
 def _kind(x):
-    """The JSON type name of x, "integer" for integral numbers, None for anything else."""
+    """The JSON type name of x, "integer" for integral numbers, None for anything else
+    (a value of no JSON type: a tuple, an OrderedDict, any subclass)."""
     t = type(x)
     if t is str:
         return "string"
@@ -115,12 +136,6 @@ def _kind(x):
         if not _is_number(x):
             return None
         return "integer" if t is int or x.is_integer() else "number"
-    if isinstance(x, str):
-        return "string"
-    if isinstance(x, dict):
-        return "object"
-    if isinstance(x, (list, tuple)):
-        return "array"
     return None
 
 
@@ -146,11 +161,13 @@ def _json_equal(a, b):
         return True
     if ta in (int, float):
         return tb in (int, float) and a == b
-    return ta is tb and a == b
+    if ta is str or a is None:
+        return ta is tb and a == b
+    return a is b   # a value of no JSON type equals nothing but itself
 
 
 def _canon(x):
-    """A hashable key such that equal keys mean JSON-equal values."""
+    """A hashable key such that equal keys mean JSON-equal values (_json_equal)."""
     t = type(x)
     if t is str:
         return x
@@ -162,15 +179,20 @@ def _canon(x):
         return (list, tuple([_canon(v) for v in x]))
     if t is dict:
         return (dict, frozenset([(k, _canon(v)) for k, v in x.items()]))
-    return (None, x)
+    if x is None:
+        return None
+    return (id, id(x))   # a value of no JSON type: equal to nothing but itself
 
 
 def _surely_distinct(items):
     """True when no two items can be JSON-equal, told cheaply: JSON-equal values are
-    equal in Python too, so items whose Python keys below all differ are distinct.
-    False means "maybe" (1 and true share a key; nested arrays and objects have none)."""
+    equal in Python too, so items whose Python hashes below all differ are distinct.
+    False means "maybe" (1 and true hash alike; nested arrays and objects have none).
+    Only the hashes are kept: a set of thousands of frozensets costs twice as much
+    per item as a set of their hashes."""
     try:
-        keys = {frozenset(x.items()) if type(x) is dict else tuple(x) if type(x) is list else x for x in items}
+        keys = {hash(frozenset(x.items())) if type(x) is dict else hash(tuple(x)) if type(x) is list else hash(x)
+                for x in items}
     except TypeError:
         return False
     return len(keys) == len(items)
@@ -275,19 +297,32 @@ def _copy_iter(value):
 # ---------------------------------------------------------------------------
 
 
+def _escape(key):
+    """A JSON-pointer token (RFC 6901): "~" written "~0", "/" written "~1"."""
+    return key.replace("~", "~0").replace("/", "~1")
+
+
+def _unlink(path):
+    """A linked path ``(parent, key)`` as (what the root end holds, the keys from the root)."""
+    keys = []
+    while type(path) is tuple:
+        path, key = path
+        keys.append(key)
+    keys.reverse()
+    return path, keys
+
+
 def _render_path(path):
     """Turn a linked (parent, key) path into a JSON pointer, like Ajv's instancePath."""
     if path is None:
         return ""
-    keys = []
-    while path is not None:
-        path, key = path
-        keys.append(key)
-    keys.reverse()
-    return "".join(
-        "/" + (k.replace("~", "~0").replace("/", "~1") if type(k) is str else str(k))
-        for k in keys
-    )
+    return "".join("/" + (_escape(k) if type(k) is str else str(k)) for k in _unlink(path)[1])
+
+
+def _schema_path(path):
+    """A schema path from its linked form: ``(parent, key)`` pairs down from the root's name."""
+    root, keys = _unlink(path)
+    return root + "".join("/" + _fragment(k) for k in keys)
 
 
 _PLAIN_SEGMENT = re.compile(r"[A-Za-z0-9\-_.!*'()]*\Z")
@@ -300,7 +335,7 @@ def _fragment(key):
     if _PLAIN_SEGMENT.match(key):
         return key
     from urllib.parse import quote   # here: it costs the service's boot 3 ms and most keys never need it
-    return quote(key.replace("~", "~0").replace("/", "~1"), safe="-_.!~*'()")
+    return quote(_escape(key), safe="-_.!~*'()")
 
 
 _URI_PARTS = re.compile(r"(?:([A-Za-z][A-Za-z0-9+.\-]*):)?(?://([^/?#]*))?([^?#]*)(?:\?([^#]*))?(?:#(.*))?\Z", re.S)
@@ -378,6 +413,7 @@ _CLASS_ESCAPES = {
 _LINE_ENDS = [(0x0A, 0x0A), (0x0D, 0x0D), (0x2028, 0x2029)]
 _SYNTAX_CHARS = "^$\\.*+?()[]{}|/"
 _SIMPLE_ESCAPES = {"t": 0x09, "n": 0x0A, "v": 0x0B, "f": 0x0C, "r": 0x0D}
+_ASCII_LETTERS = frozenset("ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz")
 _QUANTIFIER = re.compile(r"\{([0-9]+)(,([0-9]*))?\}")
 _GROUP_NAME = re.compile(r"[A-Za-z_$][A-Za-z0-9_$]*")
 _GENERAL_CATEGORIES = {
@@ -568,7 +604,7 @@ class _RegexTranslator:
             return 0
         if c == "c":
             nxt = src[self.i:self.i + 1]
-            if nxt.isascii() and nxt.isalpha():
+            if nxt in _ASCII_LETTERS:
                 self.i += 1
                 return ord(nxt) % 32
             if self.u:
@@ -952,11 +988,29 @@ _RULES = frozenset(k for ks in _GROUP_ORDER.values() for k in ks) | {"id"}
 _KNOWN = _RULES | {"$schema", "$id", "$defs", "$vocabulary", "definitions", "title", "description",
                    "default", "deprecated", "readOnly", "writeOnly", "examples", "contentMediaType",
                    "contentEncoding", "contentSchema"}
-_TYPE_NAMES = ("string", "number", "integer", "boolean", "null", "array", "object")
+_TYPE_NAMES = frozenset(["string", "number", "integer", "boolean", "null", "array", "object"])
 _SCHEMA_MAPS = ("properties", "patternProperties", "$defs", "definitions", "dependentSchemas")
 _SCHEMA_LISTS = ("allOf", "anyOf", "oneOf", "prefixItems")
 _SCHEMA_ONE = ("items", "contains", "not", "if", "then", "else", "additionalProperties",
                "propertyNames", "unevaluatedItems", "unevaluatedProperties", "additionalItems")
+# The kind of value each keyword takes, as _Compiler.index checks it (others: anything).
+_VALUE_KINDS = {"type": "type", "multipleOf": "positive", "required": "names", "enum": "array",
+                "uniqueItems": "boolean", "nullable": "boolean", "pattern": "pattern", "format": "format",
+                "$ref": "ref", "$dynamicRef": "dynamic ref", "$anchor": "anchor", "$dynamicAnchor": "anchor",
+                "$id": "string", "dependentRequired": "names map", "dependencies": "dependencies",
+                "patternProperties": "pattern map", "unevaluatedItems": "unevaluated",
+                "unevaluatedProperties": "unevaluated"}
+for _key in ("maximum", "minimum", "exclusiveMaximum", "exclusiveMinimum"):
+    _VALUE_KINDS[_key] = "number"
+for _key in ("maxLength", "minLength", "maxItems", "minItems", "maxProperties", "minProperties",
+             "maxContains", "minContains"):
+    _VALUE_KINDS[_key] = "count"
+for _keys, _value_kind in ((_SCHEMA_ONE, "schema"), (_SCHEMA_LISTS, "schemas"), (_SCHEMA_MAPS, "schema map")):
+    for _key in _keys:
+        _VALUE_KINDS.setdefault(_key, _value_kind)
+# The kinds _Compiler.index does more with than check: subschemas, references, anchors, formats.
+_NOTED_KINDS = frozenset(["schema", "unevaluated", "schemas", "schema map", "pattern map", "dependencies",
+                          "ref", "dynamic ref", "anchor", "format"])
 _REF_KEYWORDS = ("$ref", "$dynamicRef", "$dynamicAnchor", "$recursiveRef", "$recursiveAnchor")
 _DRAFT_2020 = ("https://json-schema.org/draft/2020-12/schema", "https://json-schema.org/draft/2020-12/schema#")
 
@@ -1075,23 +1129,21 @@ def _schema_types(schema):
     return types
 
 
+_TYPE_TESTS = {
+    "string": lambda x: type(x) is str,
+    "object": lambda x: type(x) is dict,
+    "array": lambda x: type(x) is list,
+    "boolean": lambda x: type(x) is bool,
+    "null": lambda x: x is None,
+    "integer": _is_integer,
+    "number": _is_number,
+}
+
+
 def _type_check(types):
     """A predicate for "instance is one of these JSON types"."""
     if len(types) == 1:
-        t = types[0]
-        if t == "string":
-            return lambda x: type(x) is str or isinstance(x, str)
-        if t == "object":
-            return lambda x: type(x) is dict or isinstance(x, dict)
-        if t == "array":
-            return lambda x: type(x) is list or isinstance(x, (list, tuple))
-        if t == "boolean":
-            return lambda x: type(x) is bool
-        if t == "null":
-            return lambda x: x is None
-        if t == "integer":
-            return _is_integer
-        return _is_number
+        return _TYPE_TESTS[types[0]]
     wanted = set(types)
     if "number" in wanted:
         wanted.add("integer")
@@ -1167,19 +1219,60 @@ def _always(inst):
     return True
 
 
-def _issue(path, spath, keyword, params, message):
-    return {"instancePath": _render_path(path), "schemaPath": spath, "keyword": keyword,
-            "params": params, "message": message}
+def _report(errors, path, spath, keyword, params, message):
+    """Add an issue to ``errors``: a list, or an _Issues past its limit, which only counts it."""
+    if type(errors) is not list and errors.full():
+        errors.left_out += 1
+        return
+    errors.append({"instancePath": _render_path(path), "schemaPath": spath, "keyword": keyword,
+                   "params": params, "message": message})
+
+
+class _Issues(list):
+    """The issues collected up to ``limit``; those past it are counted in ``left_out``, not made.
+
+    To the checkers it is the whole list: its length counts the ones left out,
+    and cutting it back (``del errors[start:]``, where anyOf, oneOf and contains
+    drop a passing branch's issues) forgets the ones left out first.
+    """
+
+    __slots__ = ("limit", "left_out")
+
+    def __init__(self, limit):
+        list.__init__(self)
+        self.limit = limit
+        self.left_out = 0
+
+    def full(self):
+        return list.__len__(self) >= self.limit
+
+    def __len__(self):
+        return list.__len__(self) + self.left_out
+
+    def __delitem__(self, cut):
+        kept = list.__len__(self)
+        if cut.start >= kept:
+            self.left_out = cut.start - kept
+        else:
+            list.__delitem__(self, slice(cut.start, None))
+            self.left_out = 0
+
+    def extend(self, issues):
+        for issue in issues:
+            if self.full():
+                self.left_out += 1
+            else:
+                self.append(issue)
 
 
 _tls = threading.local()
-_lock = threading.Lock()  # guards what is compiled lazily: defaults, the apply_defaults cache
+_lock = threading.Lock()  # guards what is compiled lazily, and the apply_defaults cache
 
 
 class _Compiler(object):
     """Compiles one schema (and the documents it refers to) into checker closures."""
 
-    def __init__(self, schema, strict, remotes):
+    def __init__(self, schema, strict, remotes, patterns=None):
         self.strict = strict
         self.docs = {}            # document URI -> its root schema
         self.anchors = {}         # "uri#name" -> schema ($anchor, $dynamicAnchor, $id with a fragment)
@@ -1189,6 +1282,9 @@ class _Compiler(object):
         self.inline = {}          # (id(schema), $ref text) -> checker of an inlined $ref target
         self.compiled = {}        # id(schema) -> (schema, base, schema path), for check_cycles
         self.refs = []            # ($ref, base) pairs seen while indexing
+        self.patterns = dict(patterns or ())  # pattern source -> its compiled regex
+        self.formats = set()      # the format names the schemas name
+        self.depth = 0            # how deeply subschemas nest (the root is 1)
         self.track = False        # some schema uses unevaluatedProperties/Items
         self.uses_dynamic = False  # some schema uses $dynamicRef
         self.root = schema
@@ -1207,15 +1303,21 @@ class _Compiler(object):
     # -- indexing: $id, $anchor, $dynamicAnchor; keyword kinds ----------------
 
     def index(self, schema, base, where):
-        """Record every schema resource and anchor; check keyword values are of the right kind."""
+        """Record every schema resource and anchor; check keyword values are of the right kind.
+
+        Schema paths are kept as linked ``(parent, key)`` pairs and written out
+        only for an error (_schema_path): most schemas have none.
+        """
         self.docs.setdefault(_split_fragment(base)[0], schema)
-        stack = [(schema, base, where)]
+        stack = [(schema, base, where, 1)]
         while stack:
-            node, base, spath = stack.pop()
-            if type(node) is bool:
-                continue
+            node, base, spath, depth = stack.pop()
             if type(node) is not dict:
-                raise _schema_error("schema", spath, "a schema must be an object or a boolean")
+                if type(node) is bool:
+                    continue
+                raise _schema_error("schema", _schema_path(spath), "a schema must be an object or a boolean")
+            if depth > self.depth:
+                self.depth = depth
             sid = node.get("$id")
             if type(sid) is str:
                 base = _normalize_id(_resolve_uri(base, sid))
@@ -1225,97 +1327,101 @@ class _Compiler(object):
                 else:
                     self.docs.setdefault(doc, node)
             self.bases[id(node)] = base
-            doc = _split_fragment(base)[0]
-            for key in ("$anchor", "$dynamicAnchor"):
-                name = node.get(key)
-                if type(name) is str:
-                    self.anchors.setdefault(doc + "#" + name, node)
-                    if key == "$dynamicAnchor":
-                        self.dynamic.setdefault(doc + "#" + name, node)
-            if "unevaluatedProperties" in node or "unevaluatedItems" in node:
-                self.track = True
-            if "$dynamicRef" in node:
-                self.uses_dynamic = True
-            if type(node.get("$ref")) is str:
-                self.refs.append((node["$ref"], base))
-            self.check_kinds(node, spath)
+            depth += 1
             for key, value in node.items():
-                sub = spath + "/" + _fragment(key)
-                if key in _SCHEMA_ONE:
-                    stack.append((value, base, sub))
-                elif key in _SCHEMA_LISTS:
-                    for i, item in enumerate(value):
-                        stack.append((item, base, sub + "/" + str(i)))
-                elif key in _SCHEMA_MAPS or (key == "dependencies" and type(value) is dict):
-                    for name, item in value.items():
-                        if key != "dependencies" or type(item) is not list:
-                            stack.append((item, base, sub + "/" + _fragment(name)))
+                kind = _VALUE_KINDS.get(key)
+                if kind is None:
+                    continue
+                self.check_kind(kind, key, value, spath)
+                if kind in _NOTED_KINDS:
+                    self.note(kind, node, key, value, base, (spath, key), depth, stack)
 
-    def check_kinds(self, node, spath):
-        """The part of the meta-schema Ajv enforces in every mode: keyword values of the right kind."""
-        def fail(key, detail):
-            raise _schema_error(key, spath + "/" + _fragment(key), detail)
+    def note(self, kind, node, key, value, base, spath, depth, stack):
+        """Follow a keyword's subschemas (onto ``stack``); record references, anchors, formats."""
+        if kind == "schema" or kind == "unevaluated":
+            stack.append((value, base, spath, depth))
+            if kind == "unevaluated":
+                self.track = True
+        elif kind == "schemas":
+            for i, item in enumerate(value):
+                stack.append((item, base, (spath, i), depth))
+        elif kind == "schema map" or kind == "pattern map" or kind == "dependencies":
+            for name, item in value.items():
+                if kind != "dependencies" or type(item) is not list:
+                    stack.append((item, base, (spath, name), depth))
+        elif kind == "ref":
+            self.refs.append((value, base))
+        elif kind == "dynamic ref":
+            self.uses_dynamic = True
+        elif kind == "anchor":
+            name = _split_fragment(base)[0] + "#" + value
+            self.anchors.setdefault(name, node)
+            if key == "$dynamicAnchor":
+                self.dynamic.setdefault(name, node)
+        else:
+            self.formats.add(value)
 
-        for key, value in node.items():
-            t = type(value)
-            if key == "type":
-                names = [value] if t is str else value if t is list else None
-                if names is None or not names or any(type(n) is not str for n in names):
-                    fail(key, "must be a type name or a non-empty array of them")
+    def check_kind(self, kind, key, value, spath):
+        """The part of the meta-schema Ajv enforces in every mode: keyword values of the
+        right kind (``kind``, from _VALUE_KINDS)."""
+        t = type(value)
+        if kind == "type":
+            if t is str and value in _TYPE_NAMES:
+                return
+            names = [value] if t is str else value if t is list else None
+            ok, detail = bool(names) and all(type(n) is str for n in names), \
+                "must be a type name or a non-empty array of them"
+            if ok:
                 for n in names:
                     if n not in _TYPE_NAMES:
-                        fail(key, 'unknown type "%s"' % n)
-                if len(set(names)) != len(names):
-                    fail(key, "type names must be unique")
-            elif key in ("maximum", "minimum", "exclusiveMaximum", "exclusiveMinimum"):
-                if t not in (int, float):
-                    fail(key, "must be a number")
-            elif key == "multipleOf":
-                if t not in (int, float) or not value > 0:
-                    fail(key, "must be a number > 0")
-            elif key in ("maxLength", "minLength", "maxItems", "minItems", "maxProperties",
-                         "minProperties", "maxContains", "minContains"):
-                if t not in (int, float) or not _is_integer(value) or value < 0:
-                    fail(key, "must be a non-negative integer")
-            elif key in ("pattern", "format", "$ref", "$dynamicRef", "$anchor", "$dynamicAnchor", "$id"):
-                if t is not str:
-                    fail(key, "must be a string")
-                if key == "pattern":
-                    self.regex(value, key, spath + "/pattern")
-            elif key in ("required",):
-                if t is not list or any(type(v) is not str for v in value):
-                    fail(key, "must be an array of strings")
-            elif key == "enum":
-                if t is not list:
-                    fail(key, "must be an array")
-                if not value and self.strict:
-                    fail(key, "enum must have non-empty array")
-            elif key in ("uniqueItems", "nullable"):
-                if t is not bool:
-                    fail(key, "must be a boolean")
-            elif key in _SCHEMA_LISTS:
-                if t is not list or not value:
-                    fail(key, "must be a non-empty array of schemas")
-            elif key in _SCHEMA_MAPS or key in ("dependentRequired", "dependencies"):
-                if t is not dict:
-                    fail(key, "must be an object")
-                if key == "dependentRequired" and any(
-                        type(v) is not list or any(type(s) is not str for s in v) for v in value.values()):
-                    fail(key, "must map names to arrays of strings")
-                if key == "patternProperties":
-                    for pattern in value:
-                        self.regex(pattern, key, spath + "/patternProperties")
-            elif key in _SCHEMA_ONE:
-                if t not in (dict, bool):
-                    fail(key, "must be a schema (an object or a boolean)")
+                        raise _schema_error(key, _schema_path((spath, key)), 'unknown type "%s"' % n)
+                ok, detail = len(set(names)) == len(names), "type names must be unique"
+        elif kind == "schema" or kind == "unevaluated":
+            ok, detail = t is dict or t is bool, "must be a schema (an object or a boolean)"
+        elif kind == "count":
+            ok, detail = (t is int or t is float) and _is_integer(value) and value >= 0, \
+                "must be a non-negative integer"
+        elif kind == "number":
+            ok, detail = t is int or t is float, "must be a number"
+        elif kind == "schemas":
+            ok, detail = t is list and len(value) > 0, "must be a non-empty array of schemas"
+        elif kind in ("schema map", "pattern map", "names map", "dependencies"):
+            ok, detail = t is dict, "must be an object"
+            if ok and kind == "names map":
+                ok = all(type(v) is list and all(type(n) is str for n in v) for v in value.values())
+                detail = "must map names to arrays of strings"
+            elif ok and kind == "pattern map":
+                for pattern in value:
+                    self.regex(pattern, key, _schema_path((spath, key)))
+        elif kind == "positive":
+            ok, detail = (t is int or t is float) and value > 0, "must be a number > 0"
+        elif kind == "names":
+            ok, detail = t is list and all(type(v) is str for v in value), "must be an array of strings"
+        elif kind == "array":
+            ok, detail = t is list, "must be an array"
+            if ok and not value and self.strict:
+                ok, detail = False, "enum must have non-empty array"
+        elif kind == "boolean":
+            ok, detail = t is bool, "must be a boolean"
+        else:   # pattern, format, references, anchors, $id
+            ok, detail = t is str, "must be a string"
+            if ok and kind == "pattern":
+                self.regex(value, key, _schema_path((spath, key)))
+        if not ok:
+            raise _schema_error(key, _schema_path((spath, key)), detail)
 
     def regex(self, pattern, keyword, spath):
+        """A pattern compiled (once per compiler: a lazy compile reuses the check's)."""
+        rx = self.patterns.get(pattern)
+        if rx is not None:
+            return rx
         try:
-            return _js_regex(pattern)
+            rx = self.patterns[pattern] = _js_regex(pattern)
         except ValueError as exc:
             raise _schema_error(keyword, spath, "Invalid regular expression: /%s/u: %s" % (pattern, exc))
         except RecursionError:
             raise _schema_error(keyword, spath, "pattern is nested too deeply")
+        return rx
 
     # -- references ---------------------------------------------------------
 
@@ -1560,7 +1666,7 @@ def _false_schema(spath):
 
     def check(inst, path, errors, ann):
         if errors is not None:
-            errors.append(_issue(path, spath, "false schema", {}, "boolean schema is false"))
+            _report(errors, path, spath, "false schema", {}, "boolean schema is false")
         return False
     return check
 
@@ -1589,23 +1695,16 @@ def _in_order(fns):
 
 
 def _all_pass(tests):
-    """One test that passes when every one of ``tests`` does, tried in order.  A call
-    costs more than a comparison, so two or three tests are joined without a loop."""
-    if len(tests) == 1:
-        return tests[0]
-    if len(tests) == 2:
-        first, second = tests
-        return lambda inst: first(inst) and second(inst)
-    if len(tests) == 3:
-        first, second, third = tests
-        return lambda inst: first(inst) and second(inst) and third(inst)
-
-    def passes(inst):
-        for test in tests:
-            if not test(inst):
-                return False
-        return True
+    """One test that passes when every one of ``tests`` does, tried in order: a chain of
+    two-test steps (a call costs less than a loop over a few tests)."""
+    passes = tests[-1]
+    for test in reversed(tests[:-1]):
+        passes = _both(test, passes)
     return passes
+
+
+def _both(first, second):
+    return lambda inst: first(inst) and second(inst)
 
 
 def _joined(checks):
@@ -1685,7 +1784,7 @@ def _check_that(keyword, kpath, params, message, passes):
         if passes(inst):
             return True
         if errors is not None:
-            errors.append(_issue(path, kpath, keyword, dict(params), message))
+            _report(errors, path, kpath, keyword, dict(params), message)
         return False
     check.passes = passes
     return check
@@ -1764,8 +1863,8 @@ def _k_required(c, schema, value, kpath, spath, cx):
         valid = True
         for name in names:
             if name not in inst:
-                errors.append(_issue(path, kpath, "required", {"missingProperty": name},
-                                     "must have required property '%s'" % name))
+                _report(errors, path, kpath, "required", {"missingProperty": name},
+                        "must have required property '%s'" % name)
                 valid = False
         return valid
     check.passes = passes
@@ -1787,11 +1886,11 @@ def _property_deps(keyword, kpath, deps):
                         if errors is None:
                             return False
                         joined = ", ".join(req)
-                        errors.append(_issue(path, kpath, keyword,
-                                             {"property": name, "missingProperty": dep, "depsCount": len(req),
-                                              "deps": joined},
-                                             "must have %s %s when property %s is present"
-                                             % ("property" if len(req) == 1 else "properties", joined, name)))
+                        _report(errors, path, kpath, keyword,
+                                {"property": name, "missingProperty": dep, "depsCount": len(req),
+                                 "deps": joined},
+                                "must have %s %s when property %s is present"
+                                % ("property" if len(req) == 1 else "properties", joined, name))
                         valid = False
         return valid
     return check
@@ -1879,12 +1978,16 @@ def _k_unique_items(c, schema, value, kpath, spath, cx):
                     return i, seen[key]
                 seen[key] = i
             return None
+        # Items by the hash of their _canon key (only the hash kept: see _surely_distinct);
+        # Ajv reports the last item equal to an earlier one, with the latest such one.
         last, found = {}, None
         for i, item in enumerate(inst):
-            key = _canon(item)
-            if key in last:
-                found = (i, last[key])
-            last[key] = i
+            same = last.setdefault(hash(_canon(item)), [])
+            for j in reversed(same):
+                if _json_equal(inst[j], item):
+                    found = (i, j)
+                    break
+            same.append(i)
         return found
 
     def check(inst, path, errors, ann):
@@ -1895,8 +1998,8 @@ def _k_unique_items(c, schema, value, kpath, spath, cx):
             return True
         if errors is not None:
             i, j = pair
-            errors.append(_issue(path, kpath, "uniqueItems", {"i": i, "j": j},
-                                 "must NOT have duplicate items (items ## %d and %d are identical)" % (j, i)))
+            _report(errors, path, kpath, "uniqueItems", {"i": i, "j": j},
+                    "must NOT have duplicate items (items ## %d and %d are identical)" % (j, i))
         return False
     check.passes = lambda inst: len(inst) < 2 or _surely_distinct(inst) or duplicate(inst) is None
     return check
@@ -1969,7 +2072,7 @@ def _outcome(valid, errors, start, path, kpath, keyword, params, message):
             del errors[start:]
         return True
     if errors is not None:
-        errors.append(_issue(path, kpath, keyword, params, message))
+        _report(errors, path, kpath, keyword, params, message)
     return False
 
 
@@ -1981,7 +2084,7 @@ def _k_not(c, schema, value, kpath, spath, cx):
         if sub is not None and not sub(inst, path, None, None):
             return True
         if errors is not None:
-            errors.append(_issue(path, kpath, "not", {}, "must NOT be valid"))
+            _report(errors, path, kpath, "not", {}, "must NOT be valid")
         return False
     return check
 
@@ -2064,7 +2167,7 @@ def _k_if(c, schema, value, kpath, spath, cx):
                 ann.merge(part)
             return True
         if errors is not None:
-            errors.append(_issue(path, kpath, "if", {"failingKeyword": name}, 'must match "%s" schema' % name))
+            _report(errors, path, kpath, "if", {"failingKeyword": name}, 'must match "%s" schema' % name)
         return False
     return check
 
@@ -2074,13 +2177,13 @@ def _k_if(c, schema, value, kpath, spath, cx):
 
 def _apply(pairs, inst, path, errors, reject=None):
     """Check members: ``pairs`` of (checker, key) apply ``checker`` to ``inst[key]``; a
-    None checker means the key itself is the issue ``reject(path, key)`` makes."""
+    None checker means the key itself is the issue ``reject(errors, path, key)`` reports."""
     valid = True
     for sub, key in pairs:
         if sub is None:
             if errors is None:
                 return False
-            errors.append(reject(path, key))
+            reject(errors, path, key)
         elif sub(inst[key], (path, key), errors, None):
             continue
         elif errors is None:
@@ -2104,8 +2207,8 @@ _mark_all_items = _mark_all("items")
 
 def _rejecting(kpath, keyword, param, message):
     """The issue for a member a ``false`` schema refuses (additional/unevaluated properties)."""
-    def reject(path, key):
-        return _issue(path, kpath, keyword, {param: key}, message)
+    def reject(errors, path, key):
+        _report(errors, path, kpath, keyword, {param: key}, message)
     return reject
 
 
@@ -2175,8 +2278,8 @@ def _k_additional_properties(c, schema, value, kpath, spath, cx):
             ann.props = True
         if inst.keys() <= props.keys():
             return True
-        extra = [(sub, key) for key in _js_keys(inst)
-                 if key not in props and not any(search(key) for search in patterns)]
+        extra = ((sub, key) for key in _js_keys(inst)
+                 if key not in props and not any(search(key) for search in patterns))
         return _apply(extra, inst, path, errors, reject)
     if value is False and not patterns and not c.track:
         check.passes = lambda inst: inst.keys() <= props.keys()
@@ -2199,8 +2302,8 @@ def _k_property_names(c, schema, value, kpath, spath, cx):
                 for issue in found:
                     issue["propertyName"] = key
                 errors.extend(found)
-                errors.append(_issue(path, kpath, "propertyNames", {"propertyName": key},
-                                     "property name must be valid"))
+                _report(errors, path, kpath, "propertyNames", {"propertyName": key},
+                        "property name must be valid")
                 valid = False
         return valid
     return check
@@ -2259,7 +2362,7 @@ def _k_items(c, schema, value, kpath, spath, cx):
             if len(inst) <= start:
                 return True
             if errors is not None:
-                errors.append(_issue(path, kpath, "items", {"limit": start}, message))
+                _report(errors, path, kpath, "items", {"limit": start}, message)
             return False
         return closed
     sub = c.compile(value, kpath, cx.but())
@@ -2267,7 +2370,7 @@ def _k_items(c, schema, value, kpath, spath, cx):
     def check(inst, path, errors, ann):
         if ann is not None:
             ann.items = True
-        return _apply([(sub, i) for i in range(start, len(inst))], inst, path, errors)
+        return _apply(((sub, i) for i in range(start, len(inst))), inst, path, errors)
     if hasattr(sub, "passes") and not c.track:
         test = sub.passes
         check.passes = lambda inst: all(map(test, islice(inst, start, None)))
@@ -2288,7 +2391,7 @@ def _k_contains(c, schema, value, kpath, spath, cx):
 
     def fail(path, errors):
         if errors is not None:
-            errors.append(_issue(path, kpath, "contains", dict(params), message))
+            _report(errors, path, kpath, "contains", dict(params), message)
         return False
 
     def note(inst, ann):
@@ -2338,8 +2441,8 @@ def _k_unevaluated_items(c, schema, value, kpath, spath, cx):
         if sub is not None:
             return _apply([(sub, i) for i in left], inst, path, errors)
         if left and errors is not None:
-            errors.append(_issue(path, kpath, "unevaluatedItems", {"limit": upto},
-                                 "must NOT have more than %d items" % upto))
+            _report(errors, path, kpath, "unevaluatedItems", {"limit": upto},
+                    "must NOT have more than %d items" % upto)
         return not left
     return check
 
@@ -2371,7 +2474,9 @@ class _Defaulter(object):
             out.append(self.c.resolve(schema["$ref"], base, "$ref"))
         for key in ("allOf", "prefixItems"):
             out.extend((sub, base) for sub in schema.get(key) or ())
-        for key in ("then", "else", "additionalProperties", "items"):
+        if "if" in schema:   # then and else without if are ignored, as Ajv ignores them
+            out.extend((schema[key], base) for key in ("then", "else") if key in schema)
+        for key in ("additionalProperties", "items"):
             if key in schema:
                 out.append((schema[key], base))
         for key in ("properties", "patternProperties", "dependentSchemas"):
@@ -2547,38 +2652,177 @@ def _composite_defaults(schema):
 # Public API
 # ---------------------------------------------------------------------------
 
-_DEPTH_ISSUE = ("instance is nested too deeply to validate")
+def _depth_issues():
+    """The one issue of an instance nested deeper than validating can follow."""
+    return [{"instancePath": "", "schemaPath": "#", "keyword": "depth", "params": {},
+             "message": "instance is nested too deeply to validate"}]
+
+
+# A schema whose subschemas nest deeper than this is compiled at once even when
+# asked to compile lazily: compiling recurses once per level, and a lazy compile
+# runs on a caller's stack, which may be deep already.
+_LAZY_DEPTH = 32
+
+
+class _Compiled(object):
+    """A schema's checker and defaults, shared by the validators of equal schemas.
+
+    ``check`` is None while a schema checked lazily waits for its first use;
+    ``build`` then compiles it, and no SchemaError can come out of that: a lazy
+    check is only taken for schemas where indexing has found every problem the
+    compile can find (see ``__init__``).  Fields change only under ``_lock``.
+    """
+
+    __slots__ = ("schema", "strict", "remotes", "patterns", "check", "dynamic", "compiler",
+                 "defaulter", "defaults_ready")
+
+    def __init__(self, schema, strict, remotes, lazy):
+        self.schema = schema
+        self.strict = strict
+        self.remotes = remotes
+        self.patterns = None
+        self.check = self.compiler = self.defaulter = None
+        self.defaults_ready = False
+        try:
+            compiler = _Compiler(schema, strict, remotes)
+        except RecursionError:
+            raise SchemaError("the schema is nested too deeply to compile", "schema", "#")
+        self.dynamic = compiler.uses_dynamic
+        # Indexing checks every keyword's value (patterns compiled).  Besides, compiling
+        # resolves references, refuses what strict mode refuses and recurses once per
+        # level; without references, strict mode or deep nesting nothing is left to fail.
+        if lazy and not (strict or compiler.refs or compiler.uses_dynamic or compiler.depth > _LAZY_DEPTH):
+            self.patterns = compiler.patterns or None
+            for name in compiler.formats:
+                if _FORMATS.get(name, (None, None))[1] is not None:
+                    _format_test(name)   # built now: some take milliseconds (url ~27 ms)
+        else:
+            self.compile(compiler)
+
+    def compile(self, compiler):
+        try:
+            check = compiler.env(self.schema, compiler.root_base)
+            if compiler.refs or compiler.uses_dynamic:   # a schema reaches itself only by reference
+                compiler.check_cycles(self.schema)
+        except RecursionError:
+            raise SchemaError("the schema is nested too deeply to compile", "schema", "#")
+        self.compiler = compiler
+        self.check = check
+
+    def build(self):
+        """The checker, compiled now if the schema was checked lazily (call under _lock)."""
+        if self.check is None:
+            self.compile(_Compiler(self.schema, self.strict, self.remotes, self.patterns))
+            self.patterns = None
+        return self.check
+
+    def prepare_defaults(self):
+        """Compile the defaults walk (call under _lock); strict mode may refuse it."""
+        self.build()
+        schema = self.schema
+        if self.strict and type(schema) is dict:
+            if "default" in schema:
+                raise SchemaError("strict mode: default is ignored in the schema root", "default", "#")
+            where = _composite_defaults(schema)
+            if where is not None:
+                raise SchemaError("strict mode: default is ignored for: %s" % where, "default", "#")
+        compiler = self.compiler
+        compiler.strict = False
+        try:
+            builder = _Defaulter(compiler, schema, compiler.root_base)
+            self.defaulter = builder.build(schema, compiler.root_base, "#")
+        except RecursionError:
+            raise SchemaError("the schema is nested too deeply to compile", "schema", "#")
+        self.compiler = None   # nothing else needs it now
+        self.defaults_ready = True
+
+
+def _compiled(schema, strict, remotes, lazy, shared):
+    """The compiled form of ``schema``: an equal schema's from ``shared`` when it has one.
+
+    Equal means the same JSON value with the same types and the same key order (the
+    order is in the issues' order).  The key is a hash of the schema's marshal bytes
+    (version 2, which has no back-references, so equal values give equal bytes): a
+    microsecond or two against the compile's tens to hundreds, where repr takes
+    three times as long.  A hit is confirmed value by value (_same), so a key that
+    collides only costs a compile.
+    """
+    key = None
+    if shared is not None and remotes is None:
+        try:
+            key = (strict, hash(marshal.dumps(schema, 2)))
+        except ValueError:
+            pass                        # a value marshal refuses (no JSON type), or too deep: not shared
+    found = shared.get(key) if key is not None else None
+    if found is not None and _same(found.schema, schema):
+        return found
+    compiled = _Compiled(schema, strict, remotes, lazy)
+    if key is not None:
+        shared[key] = compiled
+    return compiled
+
+
+def _same(a, b):
+    """True when ``a`` and ``b`` are the same JSON value: same types, same key order."""
+    try:
+        return _same_rec(a, b)
+    except RecursionError:
+        return False
+
+
+def _same_rec(a, b):
+    if a is b:
+        return True
+    t = type(a)
+    if t is not type(b):
+        return False
+    if t is dict:
+        if len(a) != len(b):
+            return False
+        for (ka, va), (kb, vb) in zip(a.items(), b.items()):
+            if ka != kb or type(ka) is not type(kb) or not _same_rec(va, vb):
+                return False
+        return True
+    if t is list:
+        return len(a) == len(b) and all(_same_rec(x, y) for x, y in zip(a, b))
+    return a == b
 
 
 class SchemaValidator(object):
     """A compiled schema.  Thread-safe: compiled once, used from any number of threads."""
 
-    def __init__(self, schema, strict=False, remotes=None):
+    __slots__ = ("schema", "strict", "_compiled", "_check", "_dynamic")
+
+    def __init__(self, schema, strict=False, remotes=None, lazy=False, shared=None):
         """Compile ``schema``; raise SchemaError if it cannot be used.
 
         ``strict`` refuses what Ajv's ``strict: true`` refuses.  ``remotes`` maps URIs
-        to schemas that ``$ref`` may point to (nothing is ever fetched).
+        to schemas that ``$ref`` may point to (nothing is ever fetched).  ``lazy``
+        checks the schema now, raising every SchemaError compiling would, and
+        compiles it when first used; a schema with ``$ref``, ``$dynamicRef``,
+        ``strict`` or more than 32 levels of nesting is compiled now all the same.
+        ``shared`` is a dict the caller keeps for a set of schemas compiled
+        together (a pack's): validators made with it share the compiled form of
+        equal schemas, so a repeated shape is compiled once.  Its content is
+        this module's; it holds what it shares for as long as the caller keeps it.
         """
         if type(schema) not in (dict, bool):
             raise SchemaError("a schema must be an object or a boolean, not %s" % type(schema).__name__,
                               "schema", "#")
         self.schema = schema
         self.strict = strict
-        try:
-            compiler = _Compiler(schema, strict, remotes)
-            self._check = compiler.env(schema, compiler.root_base)
-            compiler.check_cycles(schema)
-        except RecursionError:
-            raise SchemaError("the schema is nested too deeply to compile", "schema", "#")
-        self._compiler = compiler
-        self._dynamic = compiler.uses_dynamic
-        self._defaulter = None
-        self._defaulter_ready = False
+        self._compiled = _compiled(schema, strict, remotes, lazy, shared)
+        self._check = self._compiled.check
+        self._dynamic = self._compiled.dynamic
 
     def _run(self, instance, errors):
+        check = self._check
+        if check is None:
+            with _lock:
+                check = self._check = self._compiled.build()
         if self._dynamic:
             _tls.scope = []
-        return self._check(instance, None, errors, None)
+        return check(instance, None, errors, None)
 
     def issues(self, instance):
         """Every issue Ajv (allErrors) reports for ``instance``, in Ajv's order."""
@@ -2586,9 +2830,20 @@ class SchemaValidator(object):
         try:
             self._run(instance, errors)
         except RecursionError:
-            return [{"instancePath": "", "schemaPath": "#", "keyword": "depth", "params": {},
-                     "message": _DEPTH_ISSUE}]
+            return _depth_issues()
         return errors
+
+    def first_issues(self, instance, limit):
+        """``(issues, left_out)``: the first ``limit`` issues ``issues()`` lists, in Ajv's
+        order, and how many more there are.  The ones left out are counted, never
+        made, so memory stays bounded however many issues the instance has."""
+        errors = _Issues(limit)
+        try:
+            self._run(instance, errors)
+        except RecursionError:
+            errors = _depth_issues()
+            return errors[:limit], len(errors[limit:])
+        return errors[:], errors.left_out
 
     def is_valid(self, instance):
         """True when ``instance`` has no issue (stops at the first one)."""
@@ -2604,40 +2859,26 @@ class SchemaValidator(object):
         does, without the copy (an instance too deep to fill is left partly
         filled).
         """
-        if not self._defaulter_ready:
+        compiled = self._compiled
+        if not compiled.defaults_ready:
             with _lock:
-                if not self._defaulter_ready:
-                    self._prepare_defaults()
+                if not compiled.defaults_ready:
+                    compiled.prepare_defaults()
         value = instance if in_place else _copy(instance)
-        if self._defaulter is not None:
+        defaulter = compiled.defaulter
+        if defaulter is not None:
             if self._dynamic:
                 _tls.scope = []
             try:
-                self._defaulter(value)
+                defaulter(value)
             except RecursionError:
                 return value if in_place else _copy(instance)
         return value
 
-    def _prepare_defaults(self):
-        schema = self.schema
-        if self.strict and type(schema) is dict:
-            if "default" in schema:
-                raise SchemaError("strict mode: default is ignored in the schema root", "default", "#")
-            where = _composite_defaults(schema)
-            if where is not None:
-                raise SchemaError("strict mode: default is ignored for: %s" % where, "default", "#")
-        self._compiler.strict = False
-        try:
-            builder = _Defaulter(self._compiler, schema, self._compiler.root_base)
-            self._defaulter = builder.build(schema, self._compiler.root_base, "#")
-        except RecursionError:
-            raise SchemaError("the schema is nested too deeply to compile", "schema", "#")
-        self._defaulter_ready = True
-
 
 def check_schema(schema, strict=False):
     """Raise SchemaError if ``schema`` cannot be compiled; return None otherwise."""
-    SchemaValidator(schema, strict)
+    SchemaValidator(schema, strict, lazy=True)
 
 
 _cache = {}

@@ -1,20 +1,33 @@
 """Benchmark: schema_lite against python-jsonschema on a realistic tool input.
 
-    python3 bench/schema_bench.py [--seconds N]
-    /tmp/kvenv/bin/python bench/schema_bench.py     # where jsonschema is importable
+    python3 bench/schema_bench.py [--seconds N] [--scaling | --scaling-only]
+    VENV/bin/python bench/schema_bench.py     # a venv where jsonschema imports (kindgi==0.1.10 brings it)
 
 Validates an order (customer, address, 20 line items with enums, patterns,
 uuid/email/date/date-time formats, bounds, uniqueItems and a default) and prints
-calls per second for: compiling the schema, is_valid and issues() on the valid
-order, issues() on an order with a dozen mistakes, and apply_defaults.  When
+calls per second for: compiling the schema (each time a schema not seen before),
+checking it for a lazy validator (its $ref inlined: a lazy validator compiles a
+schema with references at once), compiling a schema equal to one compiled before
+with the same ``shared`` dict, is_valid and issues() on the valid order, issues() on an order with a
+dozen mistakes, and apply_defaults.  When
 jsonschema's Draft202012Validator is importable it is measured the same way (with
 its FormatChecker, so formats are checked by both) and the ratios are printed; its
 "compile" is check_schema plus the constructor, which is what the official Python
 service does for each schema (the constructor alone defers all work to validation).
+Then, with ``--scaling`` (or alone with ``--scaling-only``), how validating grows
+with the input: the bench pack's ``order`` tool input (bench/pack/index.json,
+its ``maxItems`` lifted so that larger orders are valid) with 20, 200 and 2,000
+distinct line items, for is_valid, issues, issues with one duplicate item
+(``uniqueItems`` failing) and apply_defaults, and the exponent k of time ~ n^k
+from 20 to 2,000 items and from 200 to 2,000 (1 is linear).
+
 A benchmark prints figures; it asserts nothing.
 """
 
 import copy
+import itertools
+import json
+import math
 import os
 import sys
 import time
@@ -115,6 +128,14 @@ def invalid_order():
     return order
 
 
+def without_refs(schema):
+    """The order schema with its one $ref replaced by the address it names: a lazy
+    validator compiles a schema with references at once, so the lazy row needs none."""
+    schema = copy.deepcopy(schema)
+    schema["properties"]["shipping"] = schema.pop("$defs")["address"]
+    return schema
+
+
 def jsonschema_version():
     try:
         from importlib.metadata import version
@@ -143,12 +164,86 @@ def rate(fn, seconds):
             return n / (now - start)
 
 
+HERE = os.path.dirname(os.path.abspath(__file__))
+SIZES = (20, 200, 2000)
+
+
+def pack_order_schema():
+    """The bench pack's order tool input, with room for any number of line items."""
+    with open(os.path.join(HERE, "pack", "index.json"), encoding="utf-8") as f:
+        tools = json.load(f)["tools"]
+    schema = copy.deepcopy([t for t in tools if t["id"] == "order"][0]["input"])
+    del schema["properties"]["items"]["maxItems"]
+    return schema
+
+
+def order_of(n):
+    """A valid order with n distinct line items."""
+    letters = "ABCDEFGHIJKLMNOPQRSTUVWXYZ"
+    categories = ["books", "garden", "kitchen", "office", "toys", "tools"]
+    return {
+        "orderId": "7d444840-9dc0-11d1-b245-5ffdce74fad2",
+        "placedAt": "2026-11-30T14:05:09.250Z",
+        "currency": "USD",
+        "customer": {"id": "0b8e8a52-0d0c-4a6e-9f61-3b0b6b1f2c11", "name": "Ada Lovelace",
+                     "email": "ada.lovelace@example.com", "tier": "gold"},
+        "shippingAddress": {"line1": "12 Analytical Row", "city": "London", "postalCode": "20500",
+                            "country": "GB"},
+        "items": [{"sku": "%s%s%s-%04d" % (letters[i % 26], letters[i // 26 % 26], letters[i // 676 % 26],
+                                           i % 10000),
+                   "name": "Catalogue item %d" % i, "category": categories[i % 6],
+                   "quantity": 1 + i % 5, "unitPriceCents": 199 + i} for i in range(n)],
+    }
+
+
+def scaling(seconds, rounds=7):
+    """Print how validating the order input grows with its line items.
+
+    The sizes take turns within each round and the best round counts, so that
+    the machine's drift does not land on one size.
+    """
+    validator = schema_lite.SchemaValidator(pack_order_schema())
+    calls = {}
+    for n in SIZES:
+        order = order_of(n)
+        duplicated = copy.deepcopy(order)
+        duplicated["items"].append(dict(duplicated["items"][0]))
+        calls[n] = [lambda o=order: validator.is_valid(o), lambda o=order: validator.issues(o),
+                    lambda o=duplicated: validator.issues(o), lambda o=order: validator.apply_defaults(o)]
+    reps = {n: max(1, int(seconds / rounds / len(SIZES) / 4 / (n * 4e-6))) for n in SIZES}
+    best = {n: [float("inf")] * 4 for n in SIZES}
+    for _ in range(rounds):
+        for n in SIZES:
+            for i, fn in enumerate(calls[n]):
+                start = time.perf_counter()
+                for _ in range(reps[n]):
+                    fn()
+                best[n][i] = min(best[n][i], (time.perf_counter() - start) / reps[n])
+    names = ("is_valid", "issues", "issues, 1 duplicate", "apply_defaults")
+    print("\norder input by line items (us per call)   %s   exponent 20-2000  200-2000"
+          % "  ".join("%9d" % n for n in SIZES))
+    for i, name in enumerate(names):
+        low, mid, high = (best[n][i] for n in SIZES)
+        print("  %-38s %s   %8.2f %9.2f" % (name, "  ".join("%9.1f" % (best[n][i] * 1e6) for n in SIZES),
+                                            math.log(high / low) / math.log(100), math.log(high / mid) / math.log(10)))
+
+
 def main(argv):
     seconds = float(argv[argv.index("--seconds") + 1]) if "--seconds" in argv else 1.0
+    if "--scaling-only" in argv:
+        scaling(seconds)
+        return 0
     bad = invalid_order()
     lite = schema_lite.SchemaValidator(ORDER_SCHEMA)
+    fresh = (dict(ORDER_SCHEMA, title="order %d" % n) for n in itertools.count())
+    inlined = (dict(without_refs(ORDER_SCHEMA), title="order %d" % n) for n in itertools.count())
+    shared = {}
     rows = [
-        ("compile", rate(lambda: schema_lite.SchemaValidator(ORDER_SCHEMA), seconds)),
+        ("compile", rate(lambda: schema_lite.SchemaValidator(next(fresh)), seconds)),
+        ("compile, lazy (check only)", rate(lambda: schema_lite.SchemaValidator(next(inlined), lazy=True),
+                                            seconds)),
+        ("compile, an equal schema", rate(lambda: schema_lite.SchemaValidator(dict(ORDER_SCHEMA), shared=shared),
+                                          seconds)),
         ("is_valid (valid order)", rate(lambda: lite.is_valid(VALID_ORDER), seconds)),
         ("issues (valid order)", rate(lambda: lite.issues(VALID_ORDER), seconds)),
         ("issues (12 mistakes)", rate(lambda: lite.issues(bad), seconds)),
@@ -179,6 +274,8 @@ def main(argv):
             print("%-24s %14.0f %14s %8s" % (name, ours, "-", "-"))
     if theirs:
         print("\ntargets: validation >= 3x, compile >= 5x")
+    if "--scaling" in argv:
+        scaling(seconds)
     return 0
 
 

@@ -1,15 +1,23 @@
 """Print how schema_lite fares on the JSON Schema test suite and on the Ajv oracle.
 
-    python3 tools/schema_report.py [--shared DIR]
+    python3 tools/schema_report.py [--shared DIR] [--check] [--answers FILE]
 
 Reads ../shared/jsonschema-suite (draft 2020-12) and ../shared/ajv-oracle/cases.json
 (relative to the repository) and prints pass counts and percentages for the suite's
 required, optional and format groups, every failing suite case with its reason, and
 the oracle figures: exact issue lists (output side), defaults-filled values and
 input-side issue lists, plus strict-mode refusals of the schemas Ajv refuses.
-tests/test_schema_suite.py uses the same functions and asserts the thresholds.
+
+It needs nothing but the standard library, so it runs on every interpreter the
+service supports (3.6 and up), without pytest: ``--check`` also checks the
+thresholds tests/test_schema_suite.py asserts (``threshold_checks``) and exits 1
+when one fails.  The last line is a digest of every answer (each issue list,
+each filled value, each refusal's text): the same digest from two interpreters
+means schema_lite gave them the same answers; ``--answers FILE`` writes the
+answers themselves, to compare where digests differ.
 """
 
+import hashlib
 import json
 import os
 import sys
@@ -68,6 +76,28 @@ def suite_files(shared):
     return sorted(out)
 
 
+def schemas_and_instances(shared):
+    """[(schema, [instance, ...])] for every group of the suite and every oracle case."""
+    out = []
+    for _, full in suite_files(shared):
+        with open(full, encoding="utf-8") as f:
+            out.extend((g["schema"], [t["data"] for t in g["tests"]]) for g in json.load(f))
+    with open(os.path.join(shared, "ajv-oracle", "cases.json"), encoding="utf-8") as f:
+        out.extend((case["schema"], [case["instance"]]) for case in json.load(f)["cases"])
+    return out
+
+
+def validators_and_instances(shared):
+    """[(schema, validator, [instance, ...])] for the schemas above that compile."""
+    out = []
+    for schema, instances in schemas_and_instances(shared):
+        try:
+            out.append((schema, schema_lite.SchemaValidator(schema), instances))
+        except schema_lite.SchemaError:
+            continue
+    return out
+
+
 def group_of(rel):
     if rel.startswith("optional/format/"):
         return "format"
@@ -91,17 +121,18 @@ def run_suite(shared):
                 validator, error = None, "schema refused: %s" % exc
             for t in g["tests"]:
                 if validator is None:
-                    ok, why = False, error
+                    ok, why, answer = False, error, error
                 else:
                     valid = validator.is_valid(t["data"])
-                    issues = validator.issues(t["data"])
+                    issues = answer = validator.issues(t["data"])
                     ok = valid == t["valid"] and (not issues) == valid
                     why = "expected %s, got %s" % ("valid" if t["valid"] else "invalid",
                                                    "valid" if valid else "invalid")
                     if (not issues) != valid:
                         why = "is_valid and issues() disagree"
                 results.append({"file": rel, "group": group_of(rel), "schema": g["description"],
-                                "test": t["description"], "ok": ok, "why": None if ok else why})
+                                "test": t["description"], "ok": ok, "why": None if ok else why,
+                                "answer": answer})
     return results
 
 
@@ -129,19 +160,23 @@ def run_oracle(shared):
     with open(os.path.join(shared, "ajv-oracle", "cases.json"), encoding="utf-8") as f:
         cases = json.load(f)["cases"]
     out = {"compiled": 0, "issues": 0, "defaults": 0, "input": 0, "refused": 0, "refusable": 0,
-           "defaulted": 0, "failures": []}
+           "defaulted": 0, "failures": [], "answers": []}
+    answers = out["answers"]
     for case in cases:
         if case["ajvCompileError"]:
             out["refusable"] += 1
             try:
                 schema_lite.SchemaValidator(case["schema"], strict=True)
                 out["failures"].append((case["id"], case["name"], "strict mode accepts a schema Ajv refuses"))
-            except schema_lite.SchemaError:
+            except schema_lite.SchemaError as exc:
                 out["refused"] += 1
+                answers.append(str(exc))
             continue
         out["compiled"] += 1
         validator = schema_lite.SchemaValidator(case["schema"], strict=True)
-        if validator.issues(case["instance"]) == case["ajvErrors"]:
+        issues = validator.issues(case["instance"])
+        answers.append(issues)
+        if issues == case["ajvErrors"]:
             out["issues"] += 1
         else:
             out["failures"].append((case["id"], case["name"], "issue list differs from Ajv's"))
@@ -150,20 +185,55 @@ def run_oracle(shared):
             try:
                 validator.apply_defaults(case["instance"])
                 out["failures"].append((case["id"], case["name"], "strict defaults accept what Ajv refuses"))
-            except schema_lite.SchemaError:
+            except schema_lite.SchemaError as exc:
                 out["refused"] += 1
+                answers.append(str(exc))
             continue
         out["defaulted"] += 1
         filled = validator.apply_defaults(case["instance"])
+        answers.append(filled)
         if filled == case["defaultsApplied"]:
             out["defaults"] += 1
         else:
             out["failures"].append((case["id"], case["name"], "defaults differ from Ajv's"))
-        if validator.issues(filled) == case["inputErrors"]:
+        issues = validator.issues(filled)
+        answers.append(issues)
+        if issues == case["inputErrors"]:
             out["input"] += 1
         else:
             out["failures"].append((case["id"], case["name"], "input-side issues differ from Ajv's"))
     return out
+
+
+def threshold_checks(results, oracle):
+    """[(what must hold, whether it does, the figures)]: the floors the project keeps."""
+    figures = suite_figures(results)
+    required, optional, formats = figures["required"], figures["optional"], figures["format"]
+    unexplained = [r for r in results if r["group"] == "required" and not r["ok"] and not expected_failure(r)]
+    n, d = oracle["compiled"], oracle["defaulted"]
+    return [
+        ("required suite cases >= 98%", required[1] > 1000 and required[0] >= 0.98 * required[1], required),
+        ("every failing required case is documented", not unexplained,
+         ["%s | %s | %s" % (r["file"], r["schema"], r["test"]) for r in unexplained]),
+        ("optional suite cases >= 95%", optional[0] >= 0.95 * optional[1], optional),
+        ("format suite cases >= 80%", formats[0] >= 0.80 * formats[1], formats),
+        ("oracle exact issue lists >= 99%", n > 400 and oracle["issues"] >= 0.99 * n, (oracle["issues"], n)),
+        ("oracle defaults all equal", d > 400 and oracle["defaults"] == d, (oracle["defaults"], d)),
+        ("oracle input-side issues >= 99%", oracle["input"] >= 0.99 * d, (oracle["input"], d)),
+        ("oracle strict refusals all", oracle["refused"] == oracle["refusable"],
+         (oracle["refused"], oracle["refusable"])),
+    ]
+
+
+def answers_text(results, oracle):
+    """Every answer, one JSON value a line: what the digest is taken of."""
+    lines = [json.dumps(r["answer"], sort_keys=True) for r in results]
+    lines.extend(json.dumps(a, sort_keys=True) for a in oracle["answers"])
+    return "\n".join(lines) + "\n"
+
+
+def answers_digest(results, oracle):
+    return "sha256:" + hashlib.sha256(answers_text(results, oracle).encode("utf-8")).hexdigest()
 
 
 def percent(part, whole):
@@ -193,7 +263,17 @@ def main(argv):
     print("  strict refusals       %3d / %d" % (oracle["refused"], oracle["refusable"]))
     for case_id, name, why in oracle["failures"]:
         print("  case %s %s: %s" % (case_id, name, why))
-    return 0
+    status = 0
+    if "--check" in argv:
+        print("\nChecks")
+        for what, ok, detail in threshold_checks(results, oracle):
+            print("  %-6s %s: %s" % ("ok" if ok else "FAILED", what, detail))
+            status = status or (0 if ok else 1)
+    if "--answers" in argv:
+        with open(argv[argv.index("--answers") + 1], "w", encoding="utf-8") as f:
+            f.write(answers_text(results, oracle))
+    print("\nanswers digest (Python %s): %s" % (sys.version.split()[0], answers_digest(results, oracle)))
+    return status
 
 
 if __name__ == "__main__":
