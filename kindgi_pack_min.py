@@ -1054,17 +1054,18 @@ class Pack:
         """Import every module (tools first, then checks); return the problems."""
         mount_package(self.root)
         problems = []
+        shared = {}   # equal schemas (a pack repeats shapes) are compiled once
         for entry in self.index.tools:
             self._resolve(entry, self.kindgi.Tool, lambda p, e: p.id == e.id,
                           "handler-shape-invalid", "Module '%s' does not define handler \"%s\"", problems)
-            entry.input_validator, entry.input_schema_error = compile_schema(entry.input)
-            entry.output_validator, entry.output_schema_error = compile_schema(entry.output)
+            entry.input_validator, entry.input_schema_error = compile_schema(entry.input, shared)
+            entry.output_validator, entry.output_schema_error = compile_schema(entry.output, shared)
         for entry in self.index.checks:
             self._resolve(entry, self.kindgi.Guardrail,
                           lambda p, e: e.check_id in (p.check_id, p.id),
                           "check-shape-invalid", "Module '%s' does not define check \"%s\"", problems)
             if entry.config_schema is not None:
-                entry.config_validator, entry.config_schema_error = compile_schema(entry.config_schema)
+                entry.config_validator, entry.config_schema_error = compile_schema(entry.config_schema, shared)
         return problems
 
     def _resolve(self, entry, kind, matches, code, text, problems):
@@ -1090,14 +1091,17 @@ class Pack:
         entry.problem = (code, text % (entry.module_path, name))
 
 
-def compile_schema(schema):
-    """Return ``(validator, None)`` or ``(None, detail)``: a bad schema is answered per call."""
+def compile_schema(schema, shared):
+    """Return ``(validator, None)`` or ``(None, detail)``: a bad schema is answered per call.
+
+    Every schema is checked now, with the same verdict compiling gives; most
+    are compiled into closures when first used (``lazy``), so a pack's boot
+    and memory don't grow with schemas its calls never reach.
+    """
     try:
-        return schema_lite.SchemaValidator(schema), None
+        return schema_lite.SchemaValidator(schema, lazy=True, shared=shared), None
     except schema_lite.SchemaError as exc:
         return None, str(exc)
-    except RecursionError:
-        return None, "the schema is nested too deeply"
 
 
 # ---------------------------------------------------------------------------
@@ -1847,15 +1851,9 @@ def is_model_error(exc):
         hasattr(exc, "errors") or hasattr(exc, "issues"))
 
 
-def schema_issues(validator, value):
-    """``(issues, left_out)``: the first MAX_ISSUES issues in Ajv's order, and how many more there are."""
-    issues = validator.issues(value)
-    return issues[:MAX_ISSUES], max(0, len(issues) - MAX_ISSUES)
-
-
 def validation_failed(call, code, message, validator, value):
     """The ``*-validation-failed`` answer for a value its schema refuses."""
-    issues, left_out = schema_issues(validator, value)
+    issues, left_out = validator.first_issues(value, MAX_ISSUES)   # the rest counted, never made
     if left_out:
         message += "; %d more issues left out" % left_out
     return call.error(code, message, issues=issues)
@@ -2088,7 +2086,7 @@ def call_check(call):
             return call.error("input-validation-failed", 'Check "%s" config schema failed to compile: %s'
                               % (check_id, entry.config_schema_error))
         if not entry.config_validator.is_valid(config):
-            issues, left_out = schema_issues(entry.config_validator, config)
+            issues, left_out = entry.config_validator.first_issues(config, MAX_ISSUES)
             first = issues[0] if issues else {}
             where = " at %s" % first["instancePath"] if first.get("instancePath") else ""
             return call.error("input-validation-failed", 'Check "%s" config failed validation%s: %s%s' % (
