@@ -1680,11 +1680,11 @@ class PackRequestHandler(BaseHTTPRequestHandler):
         """The whole body, held against the memory budget; never more than MAX_BODY."""
         self.set_phase("body", self.limits.body)
         if request.chunked:
-            body = read_chunked(self.rfile, self.hold_more_memory)
+            body = read_chunked(self.rfile, self.hold_chunk)
         elif request.length > MAX_BODY:
             raise HttpError(413, "Request body too large")
         else:
-            self.hold_more_memory(request.length)
+            self.hold_more_memory(2 * request.length)   # the body, and its text to come
             body = self.rfile.read(request.length)
             if len(body) != request.length:
                 raise ConnectionError("the body ended early")
@@ -1694,6 +1694,9 @@ class PackRequestHandler(BaseHTTPRequestHandler):
 
     def hold_more_memory(self, size):
         self.hold_memory(self.held + size)
+
+    def hold_chunk(self, size):
+        self.hold_more_memory(2 * size)   # the chunk, and its text to come
 
     def hold_memory(self, size):
         """Hold ``size`` bytes of the service's memory budget for this request, or refuse it."""

@@ -30,15 +30,14 @@ Both run as `python3 FILE --index /app/index.json` and behave like
 `python3 kindgi_pack_min.py --index ...` in a checkout: the signals are held
 from the first line, and the service can re-execute the file to hide its
 token.  The same sources always give the same bytes (a reproducible image
-layer).  Hash-checked bytecode came with Python 3.7: built by 3.6, the
-archive holds the sources only, and every start compiles them, as for the
-script.
+layer).  zipimport reads hash-checked bytecode from Python 3.8 on: built by
+3.6 or 3.7, the archive holds the sources only, and every start compiles
+them, as for the script.
 """
 
 import argparse
 import io
 import os
-import py_compile
 import re
 import subprocess
 import sys
@@ -108,7 +107,9 @@ def archive_members(names):
     yield "__main__.py", ARCHIVE_MAIN.encode("utf-8")
 
 
-HASH_CHECKED_BYTECODE = hasattr(py_compile, "PycInvalidationMode")   # Python 3.7+ (PEP 552)
+# zipimport reads hash-checked bytecode (PEP 552) from Python 3.8 on; 3.6 can't write it, and 3.7's
+# zipimport passes it over and compiles the source.
+HASH_CHECKED_BYTECODE = sys.version_info >= (3, 8)
 
 
 # Run in a child interpreter with a fixed hash seed: before Python 3.11 a set

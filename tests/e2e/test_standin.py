@@ -68,7 +68,12 @@ def cancellation_facts():
     c.cancel("cancelled")
     c.cancel("deadline-exceeded")
     after = [c.cancelled, c.reason, c.wait(), c.wait(0), raised(c.raise_if_cancelled)]
-    return {"before": before, "after": after, "waitAsync": asyncio.run(c.wait_async()),
+    loop = asyncio.new_event_loop()   # asyncio.run came with Python 3.7
+    try:
+        wait_async = loop.run_until_complete(c.wait_async())
+    finally:
+        loop.close()
+    return {"before": before, "after": after, "waitAsync": wait_async,
             "callCancelledIsException": issubclass(CallCancelled, Exception)}
 
 
