@@ -995,9 +995,10 @@ def relative_module_path(module_path, root):
     return module_path
 
 
-def outside_root(path, root):
-    """Where ``path`` really leads when a link takes it out of ``root``; None when it stays inside."""
-    real, real_root = os.path.realpath(path), os.path.realpath(root)
+def outside_root(path, real_root):
+    """Where ``path`` really leads when a link takes it out of ``real_root`` (a real path); None
+    when it stays inside."""
+    real = os.path.realpath(path)
     return None if os.path.commonpath([real, real_root]) == real_root else real
 
 
@@ -1033,7 +1034,9 @@ class Pack:
     def __init__(self, index, root, kindgi):
         self.index = index
         self.root = root
+        self.real_root = os.path.realpath(root)
         self.kindgi = kindgi
+        self.primitives = {}   # (module name, kind) -> its primitives: a module's many entries read it once
         self.tools_by_id = {}
         for entry in index.tools:
             self.tools_by_id.setdefault(entry.id, []).append(entry)
@@ -1073,7 +1076,7 @@ class Pack:
         name = getattr(entry, "check_id", entry.id)
         try:
             module_name = module_name_for(path)
-            leads_to = outside_root(os.path.join(self.root, path), self.root)
+            leads_to = outside_root(os.path.join(self.root, path), self.real_root)
             if leads_to is not None:
                 raise ImportError("Module path %s leads outside the module root %s (to %s): a pack's "
                                   "modules must be files inside it" % (json.dumps(entry.module_path),
@@ -1084,7 +1087,10 @@ class Pack:
                 raise
             problems.append("%s: %s" % (name, _safe_str(exc) or type(exc).__name__))
             return
-        for primitive in primitives_of(module, kind):
+        key = (module_name, kind)
+        if key not in self.primitives:
+            self.primitives[key] = primitives_of(module, kind)
+        for primitive in self.primitives[key]:
             if matches(primitive, entry):
                 entry.primitive = primitive
                 return
