@@ -48,6 +48,7 @@ Threads, and what they share:
     connection       process_request          reads requests, runs its own calls' pack code
     watchman         serve()                  deadlines, callers who leave, stalled phases
     deadline answer  the watchman             writes one ``deadline-exceeded`` answer
+    hang-up          the watchman             settles a call whose caller left (runs its callbacks)
     records          serve()                  writes batched records to stderr
     lifecycle, drain Lifecycle                signals: drain, then exit
 
@@ -60,17 +61,23 @@ Threads, and what they share:
     Lifecycle.lock             ``listening`` versus ``stopped``
 
 Read without a lock, because a stale value is harmless: ``draining`` (set once,
-never cleared), a handler's phase and its deadline (the sweep sees the next
-value within half a second), ``Records.waiting`` (appended to by many threads,
-emptied only by the thread holding ``Records.lock``; list operations are
-atomic).
+never cleared), ``running`` for the early 503 (``admit`` checks again under
+the lock), a handler's phase and its deadline (the sweep sees the next value
+within half a second), ``PackService.answering`` and ``Records.waiting``
+(sets and lists: one ``add``, ``discard`` or ``append`` is atomic; the waiting
+records are taken only by the thread holding ``Records.lock``).
 
-The sections below: limits; records; configuration; the environment (token
-and filter); the pack; HTTP heads and bodies; connections (the request's
-path above); messages; running pack code; settling a call and the watchman;
-the service and the server; the process; the ``index`` command; and, as an
-appendix, the stand-in ``kindgi`` module that pack code imports when the SDK
-is not installed.
+The sections below: limits; records; configuration; the environment (the
+token, the filter, which ``kindgi`` pack code gets); the pack; HTTP heads and
+bodies; messages; connections (the request's path above); running pack code;
+settling a call and the watchman; the service and the server; the process
+(boot, serve, drain, and ``main``, which hands the ``index`` command to
+kindgi_pack_index.py); and, as an appendix, the stand-in ``kindgi`` module
+that pack code imports when the SDK is not installed.
+
+It runs on CPython 3.6 to 3.13.  The few lines that exist only for 3.6 and
+3.7 carry a comment starting "Python 3.6" (or "Python 3.6 and 3.7"): when
+support for those ends, those lines go and nothing else changes.
 """
 
 import signal
@@ -138,7 +145,7 @@ except ImportError:
 
 try:
     from http.server import ThreadingHTTPServer
-except ImportError:                    # Python 3.6
+except ImportError:                    # Python 3.6 has no ThreadingHTTPServer: the same, composed
     from http.server import HTTPServer
 
     class ThreadingHTTPServer(socketserver.ThreadingMixIn, HTTPServer):
@@ -2410,7 +2417,7 @@ class PackService:
 
     def tenant_refused(self, request, via):
         self.records.write("warn", "A call for another tenant was refused", event="tenant-mismatch",
-                           fields={"via": via, "path": request.path})
+                           fields={"via": via, "path": self.caller_text(request.path)})
 
     # -- admission --------------------------------------------------------------
 
@@ -3049,7 +3056,7 @@ class Cancellation:
     async def wait_async(self):
         """Wait in the running event loop until cancelled; return the reason."""
         import asyncio   # loaded only by packs that use it: it costs a fifth of the boot
-        loop = getattr(asyncio, "get_running_loop", asyncio.get_event_loop)()   # 3.6 has the latter only
+        loop = getattr(asyncio, "get_running_loop", asyncio.get_event_loop)()   # Python 3.6: the latter only
         future = loop.create_future()
 
         def wake(reason):
@@ -3141,7 +3148,7 @@ def _standin_frozen(message):
     """
     try:
         from dataclasses import FrozenInstanceError
-    except ImportError:
+    except ImportError:   # Python 3.6 has no dataclasses
         FrozenInstanceError = AttributeError
     return FrozenInstanceError(message)
 
@@ -3981,7 +3988,10 @@ def install_standin(get_logger=None):
     factory = get_logger or (lambda subsystem, **bindings: _STANDIN_NOOP_LOGGER)
 
     def standin_get_logger(*subsystem, **bindings):
-        """get_logger(subsystem="pack", **bindings): a logger for pack code, from the service's factory."""
+        """get_logger(subsystem="pack", /, **bindings): a logger for pack code, from the service's factory.
+
+        Python 3.6 and 3.7 have no positional-only parameters: ``*subsystem`` stands for one.
+        """
         if len(subsystem) > 1:
             raise TypeError("get_logger() takes at most 1 positional argument (%d given)" % len(subsystem))
         return factory(subsystem[0] if subsystem else "pack", **bindings)
