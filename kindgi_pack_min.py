@@ -323,26 +323,31 @@ class Records:
             return
         record = {"time": _utc_now(), "level": level, "severity": SEVERITY[level],
                   "subsystem": subsystem, "message": str(message)}
-        fields = fields or {}
-        for key in CORRELATION_KEYS:
-            if key in fields:
-                record[key] = fields[key]
+        if fields:
+            for key in CORRELATION_KEYS:
+                if key in fields:
+                    record[key] = fields[key]
         if event:
             record["event"] = record["kind"] = event
-        for key, value in fields.items():
-            if key not in OWN_KEYS:
-                record[key] = value
+        if fields:
+            for key, value in fields.items():
+                if key not in OWN_KEYS:
+                    record[key] = value
         for key, value in self.bound.items():
-            record.setdefault(key, value)
+            if key not in record:
+                record[key] = value
         self._emit(self._line(record), lock_timeout, at_once=always)
 
     def _line(self, record):
+        """The record as one line of UTF-8 with its newline."""
         if self.pretty:
-            return self._pretty(record)
-        line = _dump_record(record)
-        if LINE_BREAKING.search(line):
-            line = LINE_BREAKING.sub(_escape_char, line)
-        return line
+            line = self._pretty(record)
+        else:
+            line = _dump_record(record)
+        data = (line + "\n").encode("utf-8", "backslashreplace")
+        if len(data) != len(line) + 1 and LINE_BREAKING.search(line):   # not ASCII: maybe C1, U+2028/9
+            data = (LINE_BREAKING.sub(_escape_char, line) + "\n").encode("utf-8", "backslashreplace")
+        return data
 
     @staticmethod
     def _pretty(record):
@@ -353,7 +358,7 @@ class Records:
                                     record["subsystem"], record["message"], "  " + rest if rest else "")
         return UNPRINTABLE.sub(_escape_char, line)
 
-    def _emit(self, line, lock_timeout=-1, at_once=False):
+    def _emit(self, data, lock_timeout=-1, at_once=False):
         """Write one record, or leave it for the writer thread.
 
         Once serving, records wait up to RECORD_BATCH_SECONDS and go out
@@ -362,7 +367,6 @@ class Records:
         any record made when too many wait are written at once, after those
         waiting, so the order holds.
         """
-        data = (line + "\n").encode("utf-8", "backslashreplace")
         waiting = self.waiting
         if self.writer is not None and not at_once and len(data) <= MAX_BATCHED_RECORD \
                 and len(waiting) < MAX_WAITING_RECORDS:
