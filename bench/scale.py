@@ -10,7 +10,7 @@ targets boot in turn, ``--boots`` times, so a drift of the machine hits them
 alike; each figure is the median:
 
   ours          kindgi_pack_min.py run as a script
-  ours-pyz      the same service as kindgi_pack_min.pyz (tools/build_pyz.py)
+  ours-pyz      the same service as kindgi_pack_min.pyz (tools/build.py)
   official      the official SDK service (python -m kindgi.pack serve)
 
 boot is spawning to the ``listening`` record; RSS is VmRSS 0.5 s after it.
@@ -127,9 +127,10 @@ def targets_for(index, args, notes, workdir):
     python = bench.plain_python(notes)
     env = bench.service_env()
     script = os.path.join(args.repo, "kindgi_pack_min.py")
-    archive = os.path.join(workdir, "kindgi_pack_min.pyz")
+    dist = os.path.join(workdir, "dist")
+    archive = os.path.join(dist, "kindgi_pack_min.pyz")
     if not os.path.exists(archive):
-        subprocess.run([python, os.path.join(args.repo, "tools", "build_pyz.py"), "--output", archive],
+        subprocess.run([python, os.path.join(args.repo, "tools", "build.py"), "--dist", dist],
                        check=True, timeout=120, stdout=subprocess.DEVNULL)
     out = [bench.Target("ours", [python, script, "--index", index], env),
            bench.Target("ours-pyz", [python, archive, "--index", index], env)]
