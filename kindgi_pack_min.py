@@ -38,8 +38,9 @@ The path of a request, and the functions that take it:
       run_call                        the call runs in this thread: call_tool / call_check
       Call.settle                     exactly once, by whichever comes first: the result,
                                       the deadline (Watchman), the caller leaving, the drain
+        PackService.call_record       the ``call`` record, before the answer (so records
+                                      come in the order callers see answers)
         answer_invoke / answer        the answer leaves, one write
-        PackService.call_settled      the ``call`` record
 
 Threads, and what they share:
 
@@ -2214,8 +2215,10 @@ class Call:
         """Decide the call's outcome, unless another party has: True for the one that does.
 
         The one that settles fires the cancellation (for a deadline or a
-        caller gone), writes ``answer`` if there is one, and writes the
-        ``call`` record; ``settled`` is set once all that is done.
+        caller gone), writes the ``call`` record and then ``answer`` if there
+        is one; ``settled`` is set once all that is done.  The record goes
+        first: a caller that has its answer and calls again finds the
+        records in the order of its calls.
         """
         with self.lock:
             if self.outcome is not None:
@@ -2224,10 +2227,11 @@ class Call:
         try:
             if outcome in CANCELLING:
                 self.cancel(outcome)
+            self.service.call_record(self)
             if answer is not None:
                 self.handler.answer_invoke(answer, self.started, status, close=outcome in CANCELLING)
         finally:
-            self.service.call_settled(self)
+            self.service.call_settled()
             self.settled.set()
         return True
 
@@ -2483,10 +2487,13 @@ class PackService:
                            fields={"stack": format_stack(exc)})
         return error_body(text)
 
-    def call_settled(self, call):
-        """The call's answer is out (or nobody waits for one): the ``call`` record."""
+    def call_settled(self):
+        """A call's answer is out, or nobody waits for one: the drain has one fewer to wait for."""
         with self.lock:
             self.unanswered -= 1
+
+    def call_record(self, call):
+        """The ``call`` record: one for every call, whatever its outcome."""
         outcome = call.outcome
         level = "info" if outcome == "ok" else "warn"
         if not self.records.enabled(level):
@@ -2713,7 +2720,15 @@ class Lifecycle:
         self.thread.start()
         for signum in STOP_SIGNALS:
             signal.signal(signum, self._on_signal)
-        signal.pthread_sigmask(signal.SIG_UNBLOCK, STOP_SIGNALS)  # held since the start, if at all
+
+    def take_signals(self, records):
+        """From now on a signal is acted on, and ``stopped`` written with ``records``.
+
+        Signals are held from the program's first line until now: one that
+        came earlier is acted on at once.
+        """
+        self.records = records
+        signal.pthread_sigmask(signal.SIG_UNBLOCK, STOP_SIGNALS)
 
     def _on_signal(self, signum, frame):
         self.signalled = True   # on the main thread, so serve() sees it before it says `listening`
@@ -2904,7 +2919,7 @@ def main(argv=None):
         return 0
     records = make_records(config)
     records.token = config.token
-    lifecycle.records = records
+    lifecycle.take_signals(records)
     if problems:
         message = problems[0] if len(problems) == 1 and problems[0].startswith("KINDGI_LOG") \
             else "The pack service configuration is invalid"

@@ -17,6 +17,7 @@ import json
 import os
 import signal
 import socket
+import socketserver
 import sys
 import threading
 
@@ -51,7 +52,7 @@ class Handler(http.server.BaseHTTPRequestHandler):
         """No access log: the ceiling writes nothing per call."""
 
 
-class Server(http.server.ThreadingHTTPServer):
+class Server(socketserver.ThreadingMixIn, http.server.HTTPServer):   # ThreadingHTTPServer, also on 3.6
     daemon_threads = True
     request_queue_size = 1024
 

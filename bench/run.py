@@ -341,24 +341,33 @@ def has_kindgi(python):
     return done.returncode == 0
 
 
-def plain_python(notes):
-    """The python of an empty venv made from this interpreter (sys.executable if that fails)."""
-    python = os.path.join(PLAIN_VENV, "bin", "python")
+def plain_python(notes, base=None):
+    """The python of an empty venv made from ``base`` (default: this interpreter), one per
+    Python version (``PLAIN_VENV``-X.Y); ``base`` itself if that fails."""
+    base = base or sys.executable
+    try:
+        version = subprocess.run([base, "-c", "import sys; print('%d.%d' % sys.version_info[:2])"],
+                                 stdout=subprocess.PIPE, check=True, timeout=60).stdout.decode().strip()
+    except (OSError, subprocess.SubprocessError) as exc:
+        notes.append("%s does not run: %s" % (base, exc))
+        return base
+    venv = "%s-%s" % (PLAIN_VENV, version)
+    python = os.path.join(venv, "bin", "python")
     if not os.path.exists(python):
         try:
-            subprocess.run([sys.executable, "-m", "venv", "--without-pip", PLAIN_VENV], check=True,
+            subprocess.run([base, "-m", "venv", "--without-pip", venv], check=True,
                            timeout=120, stdout=subprocess.DEVNULL)
         except (OSError, subprocess.SubprocessError) as exc:
-            notes.append("ours and bare run from %s, not from an empty venv (%s)" % (sys.executable, exc))
-            return sys.executable
+            notes.append("ours and bare run from %s, not from an empty venv (%s)" % (base, exc))
+            return base
     return python
 
 
-def ours_available(notes):
+def ours_available(notes, python):
     if not os.path.exists(OURS):
         notes.append("ours skipped: %s does not exist" % OURS)
         return False
-    done = subprocess.run([sys.executable, OURS, "--version"], stdout=subprocess.PIPE,
+    done = subprocess.run([python, OURS, "--version"], stdout=subprocess.PIPE,
                           stderr=subprocess.STDOUT, timeout=30)
     if done.returncode != 0:
         notes.append("ours skipped: --version failed: %s" % done.stdout[-300:])
@@ -366,11 +375,15 @@ def ours_available(notes):
     return True
 
 
-def make_targets(names, notes, profile_dir=None):
-    """The targets to run, in table order (unavailable ones dropped with a note)."""
+def make_targets(names, notes, profile_dir=None, python=None):
+    """The targets to run, in table order (unavailable ones dropped with a note).
+
+    Ours and the bare server run under ``python`` (default: this interpreter).
+    """
     targets = []
-    if ({"ours", "ours-logwarn"} & names) and ours_available(notes):
-        ours = [plain_python(notes), OURS, "--index", INDEX]
+    plain = plain_python(notes, python)
+    if ({"ours", "ours-logwarn"} & names) and ours_available(notes, plain):
+        ours = [plain, OURS, "--index", INDEX]
         if "ours" in names:
             profiled = {}
             if profile_dir:
@@ -389,7 +402,7 @@ def make_targets(names, notes, profile_dir=None):
                 nodelay = {"PYTHONPATH": os.path.join(HERE, "nodelay")}
                 targets.append(Target("official-nodelay", official, service_env(nodelay)))
     if "bare" in names:
-        targets.append(Target("bare", [plain_python(notes), os.path.join(HERE, "bare_server.py")],
+        targets.append(Target("bare", [plain, os.path.join(HERE, "bare_server.py")],
                               service_env()))
     return targets
 
@@ -650,6 +663,8 @@ def parse_args(argv):
     parser.add_argument("--only", help="comma-separated targets: ours,ours-logwarn,official,"
                                        "official-nodelay,bare (default: all)")
     parser.add_argument("--json", help="also write every figure to this file")
+    parser.add_argument("--python", metavar="INTERPRETER",
+                        help="run ours and the bare server under this Python (default: the one running this)")
     parser.add_argument("--profile", metavar="DIR",
                         help="run ours under cProfile; write DIR/ours.prof and ours.prof.txt")
     args = parser.parse_args(argv)
@@ -682,15 +697,15 @@ def main(argv=None):
     if args.profile:
         os.makedirs(args.profile, exist_ok=True)
         notes.append("ours runs under cProfile (bench/profiling): its figures are slowed")
-    targets = make_targets(names, notes, args.profile and os.path.abspath(args.profile))
+    targets = make_targets(names, notes, args.profile and os.path.abspath(args.profile), args.python)
     for note in notes:
         print("note:", note)
     if not targets:
         print("nothing to run")
         return 1
-    print("%s, %s, %d CPUs, Python %s, load average %s" % (
+    print("%s, %s, %d CPUs, Python %s (ours and bare: %s), load average %s" % (
         time.strftime("%Y-%m-%d %H:%M UTC", time.gmtime()), platform.platform(),
-        os.cpu_count(), platform.python_version(), os.getloadavg()))
+        os.cpu_count(), platform.python_version(), service_python_version(args.python), os.getloadavg()))
     print("duration %.1f s + warm-up %.1f s per figure, %d round(s) (median kept); services on CPU %d, "
           "generator on CPU %d" % (args.duration, args.warmup, args.rounds, SERVER_CPU, LOADGEN_CPU))
     print("pack services log at their default level, info (a record per call); "
@@ -748,11 +763,22 @@ def run_all(targets, args, notes, workdir):
     return 0
 
 
+def service_python_version(python):
+    """The version of the Python ours and the bare server run under."""
+    if not python:
+        return platform.python_version()
+    try:
+        return subprocess.run([python, "-c", "import platform; print(platform.python_version())"],
+                              stdout=subprocess.PIPE, timeout=60).stdout.decode().strip() or "?"
+    except (OSError, subprocess.SubprocessError):
+        return "?"
+
+
 def dump(path, results, boot, memory, figures, notes, args):
     document = {
         "time": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()),
         "machine": {"platform": platform.platform(), "cpus": os.cpu_count(),
-                    "python": platform.python_version()},
+                    "python": platform.python_version(), "service_python": service_python_version(args.python)},
         "duration_s": args.duration,
         "warmup_s": args.warmup,
         "rounds": args.rounds,
