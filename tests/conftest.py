@@ -1,11 +1,19 @@
 """The test harness: the real service as a subprocess, real HTTP on 127.0.0.1.
 
-``start_service(index, env=..., args=...)`` starts ``kindgi_pack_min.py`` with
-``PORT=0``, waits for its ``listening`` record and returns a ``Service`` with
-the port, the records it wrote, and helpers to call it.  The interpreter that
-runs the service is ``$KINDGI_TEST_PYTHON`` (default: the one running the
-tests), which is how CI proves every CPython on the machine.  Every process
-started here is stopped at the end of its test.
+The ``launcher`` fixture's ``start(index, env=..., args=...)`` starts the
+service with ``PORT=0``, waits for its ``listening`` record and returns a
+``Service`` with the port, the records it wrote, and helpers to call it.  The
+interpreter that runs the service is ``$KINDGI_TEST_PYTHON`` (default: the one
+running the tests), which is how CI proves every CPython on the machine.
+Every process started here is stopped at the end of its test.
+
+Unless a test names the program, the service starts as ``python -m
+kindgi_pack_min`` from the repository root: the same code as the script, run
+from bytecode compiled once per session (``pytest_sessionstart``) where the
+script form compiles its 4,000 lines at every start, about a third of the
+suite's CPU.  The launch exactly as users run it (the script by its path, the
+.pyz, the standalone script) is proven by the tests that name it: test_boot,
+test_drain, test_standin and test_one_file.
 """
 
 from __future__ import annotations
@@ -29,6 +37,7 @@ SHARED = ROOT.parent / "shared"
 TOKEN = "test-token-0123456789"
 PYTHON = os.environ.get("KINDGI_TEST_PYTHON") or sys.executable
 BOOT_SECONDS = 20.0
+FROM_BYTECODE = ("-m", "kindgi_pack_min")   # see the module docstring
 
 # tests/packs holds packs for the indexer: their test_*.py and conftest.py are
 # data (files the indexer must skip), never pytest's.
@@ -204,6 +213,30 @@ def service_env(extra=None, token=TOKEN):
     return {k: v for k, v in env.items() if v is not None}
 
 
+def pytest_sessionstart(session):
+    """Compile the service's modules once, for the starts FROM_BYTECODE."""
+    subprocess.run([PYTHON, "-m", "compileall", "-q", "kindgi_pack_min.py", "schema_lite.py"],
+                   cwd=str(ROOT), check=True, timeout=120)
+
+
+def pytest_collection_modifyitems(config, items):
+    """Keep this shard's tests: with KINDGI_TEST_SHARD="i/N", every Nth from the i-th (tools/run_tests.py)."""
+    shard = os.environ.get("KINDGI_TEST_SHARD")
+    if not shard:
+        return
+    index, count = (int(part) for part in shard.split("/"))
+    kept = items[index::count]
+    others = [item for position, item in enumerate(items) if position % count != index]
+    if others:
+        config.hook.pytest_deselected(items=others)
+    items[:] = kept
+
+
+def program_args(program):
+    """The arguments that start *program*: by default the checkout's service FROM_BYTECODE."""
+    return list(FROM_BYTECODE) if program is None else [program]
+
+
 class Launcher:
     """Starts services and remembers them, so the test's end stops them all."""
 
@@ -212,21 +245,22 @@ class Launcher:
 
     def spawn(self, args, env=None, cwd=None, python=None, prefix=(), preexec_fn=None):
         cmd = list(prefix) + [python or PYTHON] + [str(a) for a in args]
-        proc = subprocess.Popen(cmd, env=env, cwd=cwd, stdin=subprocess.DEVNULL, preexec_fn=preexec_fn,
+        proc = subprocess.Popen(cmd, env=env, cwd=cwd or str(ROOT), stdin=subprocess.DEVNULL, preexec_fn=preexec_fn,
                                 stdout=subprocess.PIPE, stderr=subprocess.PIPE)
         service = Service(proc)
         self.started.append(service)
         return service
 
-    def start(self, index, env=None, args=(), token=TOKEN, expect_listening=True, program=SERVICE, **kw):
-        service = self.spawn([program, "--index", index] + list(args), env=service_env(env, token), **kw)
+    def start(self, index, env=None, args=(), token=TOKEN, expect_listening=True, program=None, **kw):
+        service = self.spawn(program_args(program) + ["--index", index] + list(args),
+                             env=service_env(env, token), **kw)
         if expect_listening and not service.wait_listening():
             raise AssertionError("service did not start; stderr:\n%s" % "\n".join(service.raw_stderr))
         return service
 
-    def run(self, args, env=None, token=TOKEN, timeout=30, program=SERVICE):
+    def run(self, args, env=None, token=TOKEN, timeout=30, program=None):
         """Run the service to completion (boot failures, --check, --help)."""
-        service = self.spawn([program] + list(args), env=service_env(env, token))
+        service = self.spawn(program_args(program) + list(args), env=service_env(env, token))
         code = service.wait_exit(timeout)
         return code, service
 

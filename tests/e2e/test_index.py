@@ -225,8 +225,11 @@ def test_ctrl_c_stops_the_indexer(tmp_path):
     root = write_files(tmp_path / "pack", {
         "pyproject.toml": '[tool.kindgi.pack]\nid = "acme.slow"\nversion = "1.0.0"\n',
         "tools/slow.py": "import time\nopen(%r, 'w').close()\ntime.sleep(60)\n" % str(marker)})
+    # SIGINT as at a terminal: a job a shell starts in the background (CI's lanes) has it
+    # ignored, and an interpreter started so keeps ignoring it, as it should.
     proc = subprocess.Popen([PYTHON, str(SERVICE), "index", "--pack-dir", str(root), "--json"],
-                            stdout=subprocess.PIPE, stderr=subprocess.PIPE)
+                            stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+                            preexec_fn=lambda: signal.signal(signal.SIGINT, signal.SIG_DFL))
     try:
         deadline = time.monotonic() + 30
         while not marker.exists() and time.monotonic() < deadline and proc.poll() is None:
