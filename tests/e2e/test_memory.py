@@ -127,7 +127,10 @@ def test_a_body_whose_json_would_take_too_much_memory_is_413(service, input_text
 
 
 def test_a_body_sent_a_byte_at_a_time_is_413_without_a_million_objects(service):
-    data = body("any", json.dumps("x" * 2000000))
+    # A quarter of a million one-byte chunks: their framing passes the limit near the end, so
+    # little is left to send after the 413 (a sender that then pauses a second, as on a busy
+    # machine, would find the connection reset and the answer gone with it).
+    data = body("any", json.dumps("x" * 250000))
     reply = answer(service, data, chunks=[1] * len(data))
     assert (reply.status, reply.json()) == (413, {"error": "Request body too large"})
     assert_small_peak(service, 16 * MiB)

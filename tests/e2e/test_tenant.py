@@ -125,7 +125,9 @@ def test_header_and_ctx_in_any_case_run_and_the_handler_gets_ctx_as_sent(pinned,
     assert pinned.request("GET", "/v1/info", headers={"kindgi-tenant-id": written}).status == 200
 
 
-def test_each_refusal_writes_one_record_saying_how(pinned, tmp_path):
+def test_each_refusal_writes_one_record_saying_how(launcher, pack, tmp_path):
+    # A service of its own: the shared one may still be writing other tests' records.
+    pinned = launcher.start(pack.write(), env={"KINDGI_PACK_TENANT_ID": TENANT})
     before = len(pinned.records_of("tenant-mismatch"))
     mark_call(pinned, tmp_path / "x", headers={"kindgi-tenant-id": OTHER})
     mark_call(pinned, tmp_path / "y", tenant_id=OTHER)
