@@ -19,8 +19,9 @@ CPUs idle half the time.
 Shard i of N runs every Nth test of the collection, from the i-th on
 (tests/conftest.py reads KINDGI_TEST_SHARD="i/N"), which spreads each module's
 slow tests across the shards.  Every shard gets the same pytest arguments, so
-an argument that writes a file (--junitxml) wants ``--shards 1``.  Each
-shard's output is printed whole when it ends.
+an argument that writes a file (--junitxml) wants ``--shards 1``.  The
+first shard reports as it runs; the others' output is printed whole as each
+one ends.
 
 The exit status is pytest's: the first failing shard's.  "No tests collected"
 (pytest's status 5) in every shard is a failure too, and said so plainly: a
@@ -106,23 +107,35 @@ def take_shards(argv):
 
 
 def run_shards(command, shards):
-    """Run *command* as *shards* pytest processes; print each one's output; return pytest's status."""
+    """Run *command* as *shards* pytest processes; return pytest's status.
+
+    The first shard writes to this script's output as it runs, so progress
+    shows; the others write to logs, printed whole as each one ends.
+    """
+    say("shard 1 of %d reports as it runs; the others when they end" % shards)
     statuses = []
     with tempfile.TemporaryDirectory() as logs:
         running = []
         for shard in range(shards):
-            log = open(os.path.join(logs, "shard-%d.log" % shard), "w+b")
+            log = open(os.path.join(logs, "shard-%d.log" % shard), "w+b") if shard else None
             env = dict(os.environ, **{SHARD_VAR: "%d/%d" % (shard, shards)})
-            running.append((shard, log, subprocess.Popen(command, cwd=ROOT, env=env, stdout=log,
-                                                         stderr=subprocess.STDOUT)))
+            process = subprocess.Popen(command, cwd=ROOT, env=env, stdout=log,
+                                       stderr=subprocess.STDOUT if log else None)
+            running.append((shard, log, process))
         for shard, log, process in running:
             statuses.append(process.wait())
-            log.seek(0)
             sys.stdout.flush()
-            say("shard %d of %d, exit %d:" % (shard + 1, shards, statuses[-1]))
-            sys.stdout.buffer.write(log.read())
-            sys.stdout.flush()
-            log.close()
+            say("shard %d of %d, exit %d%s" % (shard + 1, shards, statuses[-1], ":" if log else ""))
+            if log:
+                log.seek(0)
+                sys.stdout.buffer.write(log.read())
+                sys.stdout.flush()
+                log.close()
+    return combined_status(statuses)
+
+
+def combined_status(statuses):
+    """The shards' statuses as one: the first failure's; else 0 if any shard ran tests; else 5."""
     failed = [status for status in statuses if status not in (0, NO_TESTS_COLLECTED)]
     if failed:
         return failed[0]
