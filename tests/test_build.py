@@ -4,22 +4,15 @@ The built files themselves are proved end to end in tests/e2e/test_one_file.py.
 """
 
 import ast
-import importlib.util
 import os
 
 import pytest
 
+from conftest import load_tool
+
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 
-
-def load_build():
-    spec = importlib.util.spec_from_file_location("kindgi_build", os.path.join(ROOT, "tools", "build.py"))
-    module = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(module)
-    return module
-
-
-build = load_build()
+build = load_tool("build.py", "kindgi_build")
 
 
 @pytest.mark.parametrize("text", [

@@ -1,23 +1,17 @@
 """tools/run_tests.py: its arguments and statuses in process; the shards conftest.py keeps."""
 
-import importlib.util
 import os
 import subprocess
 import sys
 
 import pytest
 
+from conftest import load_tool
+
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 
 
-def load_runner():
-    spec = importlib.util.spec_from_file_location("kindgi_run_tests", os.path.join(ROOT, "tools", "run_tests.py"))
-    module = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(module)
-    return module
-
-
-runner = load_runner()
+runner = load_tool("run_tests.py", "kindgi_run_tests")
 
 
 @pytest.mark.parametrize("argv, shards, rest", [
