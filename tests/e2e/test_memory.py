@@ -10,16 +10,17 @@ the high-water mark is the request's own.
 * 10 MiB of ``[{},{},...]``, of numbers, or of text whose one emoji makes it four bytes a
   character: refused with 413 before it is parsed, because its Python objects would take far more
   than the body.
-* 10 MiB sent as one-byte chunks: refused with 413 once the chunk lines pass a mebibyte.
+* A body sent as one-byte chunks: refused with 413 once the chunk lines pass a mebibyte.
 * 10 MiB of plain text, and a body of a few megabytes of records: answered.
-* Sixteen 10 MiB uploads at once, each held by its handler a while: some are answered 503
-  ``overloaded``, the rest are served, and the whole process stays within the 256 MiB budget
-  (plus 64 MB for everything else).
+* Sixteen 10 MiB uploads at once, each held by its handler until all have come: some are
+  answered 503 ``overloaded``, the rest are served, and the whole process stays within the
+  256 MiB budget (plus 64 MB for everything else).
 """
 
 import json
 import sys
 import threading
+import time
 
 import pytest
 
@@ -33,8 +34,12 @@ PER_REQUEST = 64 * MiB
 BUDGET = 256 * MiB
 
 TOOLS = '''\
+import os
 import time
+import uuid
 from kindgi import tool
+
+HOLD_DIR = None   # set by the test that holds calls: a file per call held; "release" lets them go
 
 
 @tool(id="strict", description="A test tool.", input={"type": "object"},
@@ -52,8 +57,11 @@ def any_value(input, ctx):
 @tool(id="hold", description="A test tool.", input={"type": "object"},
       output={"type": "object"})
 def hold(input, ctx):
-    """Keeps its input a while, so that many are held at once."""
-    time.sleep(5)
+    """Keeps its input until the test says, so that many are held at once."""
+    open(os.path.join(HOLD_DIR, "held-" + uuid.uuid4().hex), "w").close()
+    end = time.monotonic() + 300
+    while not os.path.exists(os.path.join(HOLD_DIR, "release")) and time.monotonic() < end:
+        time.sleep(0.05)
     return {"size": len(input)}
 '''
 
@@ -148,8 +156,10 @@ def test_big_bodies_that_fit_are_answered(service, input_text, size):
 
 def test_many_big_uploads_at_once_stay_within_the_budget(launcher, tmp_path):
     """Bodies are read before a call's slot is taken, so the budget, not the cap, bounds them."""
+    held = tmp_path / "held"
+    held.mkdir()
     pack = PackWriter(tmp_path)
-    pack.module("tools/t.py", TOOLS)
+    pack.module("tools/t.py", TOOLS.replace("HOLD_DIR = None", "HOLD_DIR = %r" % str(held)))
     pack.tool("any", "tools/t.py", input={})
     pack.tool("hold", "tools/t.py", input={})
     svc = launcher.start(pack.write(), env={"KINDGI_PACK_MIN_TEST": "body=120"})
@@ -161,13 +171,17 @@ def test_many_big_uploads_at_once_stay_within_the_budget(launcher, tmp_path):
     def upload():
         with fuzz.connect(svc.port, 120) as sock:
             fuzz.send_quietly(sock, data)
-            raw, _ = fuzz.read_answers(sock, want=1, idle=60, total=120)
+            raw, _ = fuzz.read_answers(sock, want=1, idle=200, total=240)
         statuses.extend(a.status for a in fuzz.parse_answers(raw)[0])
 
     threads = [threading.Thread(target=upload) for _ in range(16)]
     for thread in threads:
         thread.start()
+    deadline = time.monotonic() + 180   # until each upload is held or refused, however busy the machine
+    while len(list(held.glob("held-*"))) + len(statuses) < 16 and time.monotonic() < deadline:
+        time.sleep(0.05)
+    (held / "release").touch()
     for thread in threads:
-        thread.join(180)
+        thread.join(60)
     assert sorted(set(statuses)) == [200, 503] and len(statuses) == 16, statuses
     assert_small_peak(svc, BUDGET + PER_REQUEST)
