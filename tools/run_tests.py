@@ -15,13 +15,12 @@ fresh machine takes).
 The suite runs in N pytest processes side by side, by default two per CPU
 (at most MAX_SHARDS; ``--shards 1`` runs one pytest as usual): most tests
 wait on a subprocess, a socket or a timer, so one process per CPU leaves the
-CPUs idle half the time.
-Shard i of N runs every Nth test of the collection, from the i-th on
-(tests/conftest.py reads KINDGI_TEST_SHARD="i/N"), which spreads each module's
-slow tests across the shards.  Every shard gets the same pytest arguments, so
-an argument that writes a file (--junitxml) wants ``--shards 1``.  The
-first shard reports as it runs; the others' output is printed whole as each
-one ends.
+CPUs idle half the time.  Shard i of N runs every Nth test of the
+collection, from the i-th on (tests/conftest.py reads KINDGI_TEST_SHARD="i/N"),
+which spreads each module's slow tests across the shards.  Every shard gets
+the same pytest arguments, so an argument that writes a file (--junitxml)
+wants ``--shards 1``.  The first shard reports as it runs; the others' output
+is printed whole as each one ends.
 
 The exit status is pytest's: the first failing shard's.  "No tests collected"
 (pytest's status 5) in every shard is a failure too, and said so plainly: a
