@@ -9,9 +9,8 @@ Every process started here is stopped at the end of its test.
 
 Unless a test names the program, the service starts as ``python -m
 kindgi_pack_min`` from the repository root: the same code as the script, run
-from bytecode compiled once per session (``pytest_sessionstart``) where the
-script form compiles its 4,000 lines at every start, about a third of the
-suite's CPU.  The launch exactly as users run it (the script by its path, the
+from bytecode compiled once per session (``pytest_sessionstart``), where the
+script form compiles its 4,000 lines at every start: a third of a start's CPU.  The launch exactly as users run it (the script by its path, the
 .pyz, the standalone script) is proven by the tests that name it: test_boot,
 test_drain, test_standin and test_one_file.
 """
