@@ -2401,6 +2401,7 @@ class PackService:
         self.missing_env = missing_env
         self.strict = config.env_check == "strict"
         self.draining = False
+        self.saying_draining = None    # the thread writing the `draining` record, once the drain begins
         self.running = 0
         self.unanswered = 0
         self.memory = 0
@@ -2513,8 +2514,10 @@ class PackService:
         with self.lock:
             self.draining = True
         # From a thread of its own: a stderr nobody reads must not hold up the drain.
-        threading.Thread(target=self.records.write, args=("info", "Draining: finishing the calls in flight"),
-                         kwargs={"event": "draining", "always": True, "lock_timeout": 0.5}, daemon=True).start()
+        saying = threading.Thread(target=self.records.write, args=("info", "Draining: finishing the calls in flight"),
+                                  kwargs={"event": "draining", "always": True, "lock_timeout": 0.5}, daemon=True)
+        saying.start()
+        self.saying_draining = saying   # started first: Lifecycle.stop may join it from another thread
 
     def wait_drained(self, seconds):
         """Until every call is settled and no answer is being written, or ``seconds`` pass."""
@@ -2759,6 +2762,9 @@ class Lifecycle:
         """
         if self.lock.acquire(timeout=1.0):   # serve() may be stuck writing `listening`
             self.lock.release()
+        saying_draining = self.service.saying_draining if self.service is not None else None
+        if saying_draining is not None:      # `draining` comes before `stopped`, even on a busy machine
+            saying_draining.join(1.0)
         last_words = threading.Thread(target=self._last_words, daemon=True)
         last_words.start()
         last_words.join(1.0)
