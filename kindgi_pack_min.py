@@ -52,6 +52,7 @@ Threads, and what they share:
     hang-up          the watchman             settles a call whose caller left (runs its callbacks)
     records          serve()                  writes batched records to stderr
     lifecycle, drain Lifecycle                signals: drain, then exit
+    saying draining  begin_drain              writes ``draining`` (``stop`` waits for it, 1 s at most)
 
     lock                       guards
     Records.lock               the stderr file descriptor, and the batch being written
@@ -62,7 +63,7 @@ Threads, and what they share:
     Lifecycle.lock             ``listening`` versus ``stopped``
 
 Read without a lock, because a stale value is harmless: ``draining`` (set once,
-never cleared), ``running`` for the early 503 (``admit`` checks again under
+never cleared), ``saying_draining`` (set once, to a thread already started), ``running`` for the early 503 (``admit`` checks again under
 the lock), a handler's phase and its deadline (the sweep sees the next value
 within half a second), ``PackService.answering`` and ``Records.waiting``
 (sets and lists: one ``add``, ``discard`` or ``append`` is atomic; the waiting
