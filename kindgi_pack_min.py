@@ -51,7 +51,7 @@ Threads, and what they share:
     deadline answer  the watchman             writes one ``deadline-exceeded`` answer
     hang-up          the watchman             settles a call whose caller left (runs its callbacks)
     records          serve()                  writes batched records to stderr
-    lifecycle, drain Lifecycle                signals: drain, then exit
+    lifecycle, drain Lifecycle                signals (their numbers, from C, on a pipe): drain, then exit
     saying draining  begin_drain              writes ``draining`` (``stop`` waits for it, 1 s at most)
 
     lock                       guards
@@ -2707,10 +2707,12 @@ class Lifecycle:
     """SIGTERM and SIGINT: the first drains, the second ends the drain at once.
 
     Installed before anything slow, because as PID 1 a signal without a
-    handler is ignored.  The handler runs on the main thread, which may hold
-    any lock when the signal comes (a record half written, a thread half
-    started), so it only writes a byte to a pipe; a thread of its own reads
-    the pipe and does the work.
+    handler is ignored.  The signal's number reaches a pipe from the C-level
+    handler (``signal.set_wakeup_fd``), at once, and a thread of its own reads
+    the pipe and does the work.  Nothing waits for the main thread: a Python
+    handler runs only between its bytecodes, which may be many seconds away
+    when a pack's import is blocked in C (a DNS lookup, a database lock), and
+    the main thread may hold any lock when the signal comes.
     """
 
     def __init__(self):
@@ -2724,6 +2726,7 @@ class Lifecycle:
         self.thread.start()
         for signum in STOP_SIGNALS:
             signal.signal(signum, self._on_signal)
+        signal.set_wakeup_fd(self.wake_w)
 
     def take_signals(self, records):
         """From now on a signal is acted on, and ``stopped`` written with ``records``.
@@ -2734,19 +2737,24 @@ class Lifecycle:
         self.records = records
         signal.pthread_sigmask(signal.SIG_UNBLOCK, STOP_SIGNALS)
 
-    def _on_signal(self, signum, frame):
-        self.signalled = True   # on the main thread, so serve() sees it before it says `listening`
-        try:
-            os.write(self.wake_w, b"!")
-        except OSError:
-            pass  # the pipe is full of signals already
+    @staticmethod
+    def _on_signal(signum, frame):
+        """Nothing left to do: the signal's number is in the wake pipe already."""
+
+    def _next_stop_signal(self):
+        """Wait for SIGTERM or SIGINT; other signals' numbers (pack code may handle some) are passed over."""
+        while os.read(self.wake_r, 1)[0] not in STOP_SIGNALS:
+            pass
 
     def _run(self):
-        os.read(self.wake_r, 1)
+        self._next_stop_signal()
+        if self.lock.acquire(timeout=1.0):   # serve() may be stuck writing `listening`
+            self.signalled = True            # serve() checks it under the lock before it says `listening`
+            self.lock.release()
         if self.service is None:
             self.stop(0)
         threading.Thread(target=self._drain, name="drain", daemon=True).start()
-        os.read(self.wake_r, 1)
+        self._next_stop_signal()
         self.stop(0)
 
     def _drain(self):

@@ -1,4 +1,4 @@
-"""End-to-end: the command line, the configuration and the boot (SPEC-NOTES §12-§14).
+"""End-to-end: the command line, the configuration and the boot (README: Configuration).
 
 ``--help`` and ``--version``; ``config-invalid`` with every problem at once
 (and a bad log variable alone); ``boot-failed`` for every way an index or a

@@ -1,4 +1,4 @@
-"""End-to-end: ``--check`` boots without listening (issue 4; SPEC-NOTES §13, §14).
+"""End-to-end: ``--check`` boots without listening (README: Deploying).
 
 ``python kindgi_pack_min.py --check --index ...`` does what boot does -
 configuration, index, module files, env, imports - and exits 0, or 1 with

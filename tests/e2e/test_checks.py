@@ -1,4 +1,4 @@
-"""End-to-end: guardrail checks (SPEC-NOTES §8).
+"""End-to-end: guardrail checks (README: Protocol coverage).
 
 Resolution by ``checkId`` then ``id``, ``configSchema`` validation without
 defaults, the trace given as a ``RunTrace`` (or raw when the check asks for

@@ -1,4 +1,4 @@
-"""End-to-end: deadlines, cancellation and late handlers (SPEC-NOTES §9, §10).
+"""End-to-end: deadlines, cancellation and late handlers (README: Protocol coverage).
 
 ``kindgi-timeout-ms`` parsing, the deadline answered on time while pack
 code still runs, the call's ``Cancellation`` firing (seen by the handler,

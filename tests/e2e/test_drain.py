@@ -1,4 +1,4 @@
-"""End-to-end: SIGTERM and SIGINT drain the service (SPEC-NOTES §17, §14).
+"""End-to-end: SIGTERM and SIGINT drain the service (README: Protocol coverage).
 
 Real signals to a real process.  The first signal flips readiness to 503
 ``draining``, refuses new invokes with 503 (and closes their connections),
@@ -246,6 +246,74 @@ def test_signal_during_boot_stops_at_once(launcher, tmp_path, as_init):
     assert code == 0
     assert elapsed < 3.0, "the signal waited for the import"
     assert [r["kind"] for r in service.records] == ["stopped"]
+
+
+BLOCKED_IN_C_IMPORT = '''
+import os, sqlite3
+here = os.path.dirname(__file__)
+holder = sqlite3.connect(os.path.join(here, "lock.db"), isolation_level=None)
+holder.execute("BEGIN EXCLUSIVE")
+waiter = sqlite3.connect(os.path.join(here, "lock.db"), timeout=30, isolation_level=None)
+open(os.path.join(here, "importing"), "w").close()
+waiter.execute("BEGIN EXCLUSIVE")   # SQLite's busy wait: 30 s in C, through any signal
+'''
+
+
+def test_signal_while_an_import_is_blocked_in_c_stops_at_once(launcher, tmp_path):
+    """No Python code runs on the main thread while an import waits in C, and none has to.
+
+    SQLite's busy wait sleeps again after a signal, as a DNS lookup does, so
+    a Python-level handler would run only when the import ends, 30 s later.
+    """
+    pytest.importorskip("sqlite3", reason="this Python was built without sqlite3")
+    pack = PackWriter(tmp_path)
+    pack.module("tools/blocked.py", BLOCKED_IN_C_IMPORT)
+    pack.tool("blocked", "tools/blocked.py")
+    service = launcher.start(pack.write(), expect_listening=False)
+    deadline = time.monotonic() + 10
+    while not (tmp_path / "tools" / "importing").exists() and time.monotonic() < deadline:
+        time.sleep(0.01)
+    assert (tmp_path / "tools" / "importing").exists(), service.raw_stderr
+    time.sleep(0.2)   # well inside the busy wait
+    service.signal(signal.SIGTERM)
+    code, elapsed = wait_exit_after(service, time.monotonic(), timeout=40)
+    assert code == 0
+    assert elapsed < 3.0, "the signal waited for the import"
+    assert [r["kind"] for r in service.records] == ["stopped"]
+
+
+OTHER_SIGNAL_CODE = '''
+import os, signal
+from kindgi import tool
+
+def on_usr1(signum, frame):
+    open(os.path.join(os.path.dirname(__file__), "usr1"), "w").close()
+
+signal.signal(signal.SIGUSR1, on_usr1)
+
+@tool(description="A test tool.", input={"type": "object"}, output={}, id="plain", version="1.0.0")
+def plain(input, ctx):
+    return {}
+'''
+
+
+def test_a_signal_pack_code_handles_is_not_a_stop(launcher, tmp_path):
+    """Every handled signal's number reaches the lifecycle's pipe: only SIGTERM and SIGINT stop."""
+    pack = PackWriter(tmp_path)
+    pack.module("tools/usr1.py", OTHER_SIGNAL_CODE)
+    pack.tool("plain", "tools/usr1.py", version="1.0.0")
+    service = launcher.start(pack.write())
+    service.signal(signal.SIGUSR1)
+    deadline = time.monotonic() + 10
+    while not (tmp_path / "tools" / "usr1").exists() and time.monotonic() < deadline:
+        time.sleep(0.01)
+    assert (tmp_path / "tools" / "usr1").exists(), "the pack's own handler did not run"
+    assert service.call_tool("plain", {}).status == 200
+    assert service.request("GET", "/readyz", token=False).status == 200, "SIGUSR1 began a drain"
+    service.signal(signal.SIGTERM)
+    code, _ = wait_exit_after(service, time.monotonic())
+    assert code == 0
+    assert lifecycle_tail(service) == ["draining", "stopped"]
 
 
 def wait_pipe_full(fd, seconds=10.0):

@@ -1,4 +1,4 @@
-"""End-to-end: the env check (SPEC-NOTES §16, §2, §3, §5).
+"""End-to-end: the env check (README: Configuration).
 
 The index requires five names, listed out of order.  A name counts as
 missing when it is unset or empty; whitespace counts as set.  Under

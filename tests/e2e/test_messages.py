@@ -1,6 +1,6 @@
-"""End-to-end: the messages of an invoke (SPEC-NOTES §6, §7, pack-protocol ``errorCode``).
+"""End-to-end: the messages of an invoke (README: Protocol coverage; the protocol's ``errorCode`` list).
 
-Every envelope error of §6 with its exact text, and each of the 14 error
+Every envelope error with its exact text, and each of the 14 error
 codes reached through the real service.  ``handler-import-failed`` is the
 exception: the service imports every module before it listens and keeps
 the modules, so an import that fails is a ``boot-failed`` problem and can't

@@ -1,4 +1,4 @@
-"""End-to-end: the records the service writes on stderr (SPEC-NOTES §15, §13).
+"""End-to-end: the records the service writes on stderr (README: Configuration, Security).
 
 One JSON object a line; fixed keys first (time, level, severity, subsystem,
 message), then the correlation ids present in their fixed order, then the

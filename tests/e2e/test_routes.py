@@ -1,4 +1,4 @@
-"""End-to-end: the HTTP surface of the service (SPEC-NOTES §1-§5, §10).
+"""End-to-end: the HTTP surface of the service (README: Protocol coverage).
 
 Routes, methods, the token, the content type, the body limit, readiness and
 the concurrency cap, the probes, ``/v1/info``, and how every answer is
@@ -360,7 +360,7 @@ def test_at_the_cap_invoke_is_503_overloaded_and_the_call_does_not_run(service, 
         assert_answer(resp, 503, b'{"error":"overloaded"}')
         assert resp.header("retry-after") == "1"
         assert_no_invoke_headers(resp)
-        # the cap is checked before the content type (SPEC-NOTES §1.6)
+        # the cap is checked before the content type (the protocol's order of checks)
         resp = service.request("POST", "/v1/invoke", body=b"{}", headers={"content-type": "text/plain"})
         assert resp.status == 503
         # probes and info still answer, and the token is still checked first

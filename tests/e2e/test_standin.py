@@ -1,4 +1,4 @@
-"""End-to-end: SDK-written packs run on the built-in ``kindgi`` stand-in (SPEC-NOTES §20).
+"""End-to-end: SDK-written packs run on the built-in ``kindgi`` stand-in (README: Writing a pack without the SDK).
 
 The pack below uses every name and submodule of the SDK surface a pack
 touches.  Its service runs with ``python -S`` (no site-packages), so

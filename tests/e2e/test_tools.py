@@ -1,4 +1,4 @@
-"""End-to-end: tool calls (SPEC-NOTES §7, §11, §19, §20 ToolContext).
+"""End-to-end: tool calls (README: Protocol coverage).
 
 Version selection, defaults filled before validation, input and output
 validation with Ajv-shaped issues, sync and async handlers with one or two
