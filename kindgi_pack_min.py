@@ -199,7 +199,7 @@ MAX_HEADER_VALUE = 1024              # a value the service writes into a header
 MAX_INT_DIGITS = 4300                # Python 3.11+'s int/str limit, kept on every version
 MAX_ISSUES = 1000                    # validation issues in one answer
 MAX_CALLER_TEXT = 1024               # characters of a caller's string in a record
-RECORD_BATCH_SECONDS = 0.005         # how long a record may wait to be written with others
+RECORD_BATCH_SECONDS = 0.02          # how long a record may wait to be written with others
 MAX_WAITING_RECORDS = 4096           # beyond these, records are written by the thread making them
 MAX_BATCHED_RECORD = 4096            # longer records are written at once
 JSON_CONTENT_TYPE = "application/json; charset=utf-8"
