@@ -57,6 +57,8 @@ Threads, and what they share:
     lock                       guards
     Records.lock               the stderr file descriptor, and the batch being written
     PackService.lock           running / unanswered counts, the memory budget, draining
+    PackService.settled        (a Condition on PackService.lock) each call's ``done``: the
+                               connection thread that lost the race to settle its call waits on it
     Call.lock                  the call's outcome: the first party to settle wins
     Watchman.lock              the calls being watched
     PackHTTPServer.count_lock  the count of open connections
@@ -1752,7 +1754,8 @@ class PackRequestHandler(BaseHTTPRequestHandler):
             return
         # The deadline passed or the caller left first: their answer (if any) ends this connection.
         self.close_connection = True
-        call.settled.wait(self.limits.write)
+        with service.settled:
+            service.settled.wait_for(lambda: call.done, self.limits.write)
         if call.target.name == "tool" and answer is not None:  # None: its async task was cancelled
             service.records.write("warn", "%s %s finished %d ms after its call ended"
                                   % (call.target.name, call.record_id, call.elapsed_ms()),
@@ -2195,7 +2198,7 @@ class Call:
         self.cancellation = service.kindgi.Cancellation()
         self.on_cancel = []          # how to stop its async task, once it has one
         self.outcome = None
-        self.settled = threading.Event()
+        self.done = False            # settled: its record and answer are out (PackService.settled)
         self.lock = threading.Lock()
         self.watched = False         # its socket is in the watchman's selector
         self.pipelined = False       # the caller sent more: its socket can't tell a hang-up
@@ -2217,7 +2220,7 @@ class Call:
 
         The one that settles fires the cancellation (for a deadline or a
         caller gone), writes the ``call`` record and then ``answer`` if there
-        is one; ``settled`` is set once all that is done.  The record goes
+        is one; ``done`` is set once all that is done.  The record goes
         first: a caller that has its answer and calls again finds the
         records in the order of its calls.
         """
@@ -2232,8 +2235,7 @@ class Call:
             if answer is not None:
                 self.handler.answer_invoke(answer, self.started, status, close=outcome in CANCELLING)
         finally:
-            self.service.call_settled()
-            self.settled.set()
+            self.service.call_settled(self)
         return True
 
     def expire(self):
@@ -2408,6 +2410,8 @@ class PackService:
         self.memory = 0
         self.answering = set()
         self.lock = threading.Lock()
+        # One Condition for all calls, not an Event each: only a call that loses the race to settle waits.
+        self.settled = threading.Condition(self.lock)
         self.watchman = None
         index = pack.index
         tools = [dict([("id", e.id)] + ([("version", e.version)] if e.version else [])) for e in index.tools]
@@ -2489,10 +2493,13 @@ class PackService:
                            fields={"stack": format_stack(exc)})
         return error_body(text)
 
-    def call_settled(self):
-        """A call's answer is out, or nobody waits for one: the drain has one fewer to wait for."""
-        with self.lock:
+    def call_settled(self, call):
+        """A call's answer is out, or nobody waits for one: the drain has one fewer to wait for,
+        and a connection thread that lost the race to settle the call may go on."""
+        with self.settled:
             self.unanswered -= 1
+            call.done = True
+            self.settled.notify_all()
 
     def call_record(self, call):
         """The ``call`` record: one for every call, whatever its outcome."""
