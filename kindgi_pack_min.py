@@ -2744,9 +2744,10 @@ class Lifecycle:
         self.records = records
         signal.pthread_sigmask(signal.SIG_UNBLOCK, STOP_SIGNALS)
 
-    @staticmethod
-    def _on_signal(signum, frame):
-        """Nothing left to do: the signal's number is in the wake pipe already."""
+    def _on_signal(self, signum, frame):
+        """On the main thread, so a signal held until take_signals() is seen before serve() says
+        `listening`; the signal's number is in the wake pipe already."""
+        self.signalled = True
 
     def _next_stop_signal(self):
         """Wait for SIGTERM or SIGINT; other signals' numbers (pack code may handle some) are passed over."""
