@@ -2719,7 +2719,10 @@ class Lifecycle:
     the pipe and does the work.  Nothing waits for the main thread: a Python
     handler runs only between its bytecodes, which may be many seconds away
     when a pack's import is blocked in C (a DNS lookup, a database lock), and
-    the main thread may hold any lock when the signal comes.
+    the main thread may hold any lock when the signal comes.  Both mark
+    ``signalled``: the Python handler for a signal held until take_signals(),
+    which it sees before serve() can say ``listening``; the thread for a
+    signal that comes while the main thread is held in C.
     """
 
     def __init__(self):
