@@ -813,7 +813,8 @@ def interpreter_flags():
 def reexec_with(handoff, argv):
     """Start this program again in the (cleaned) environment, ``handoff`` on a pipe.
 
-    Returns only if exec fails.
+    Returns only if exec fails.  The stop signals are held (``main`` takes
+    them only after this), and a held signal stays pending across the exec.
     """
     read_end, write_end = os.pipe()
     os.write(write_end, json.dumps(handoff).encode())   # far less than a pipe's buffer
@@ -824,10 +825,8 @@ def reexec_with(handoff, argv):
     try:
         sys.stdout.flush()
         sys.stderr.flush()
-        signal.pthread_sigmask(signal.SIG_BLOCK, STOP_SIGNALS)  # held across exec, handled by the new image
         os.execve(sys.executable, [sys.executable] + interpreter_flags() + [program] + list(argv[1:]), env)
     except OSError:
-        signal.pthread_sigmask(signal.SIG_UNBLOCK, STOP_SIGNALS)
         os.close(read_end)
 
 
@@ -2945,7 +2944,6 @@ def main(argv=None):
         return 0
     records = make_records(config)
     records.token = config.token
-    lifecycle.take_signals(records)
     if problems:
         message = problems[0] if len(problems) == 1 and problems[0].startswith("KINDGI_LOG") \
             else "The pack service configuration is invalid"
@@ -2953,7 +2951,10 @@ def main(argv=None):
         return 1
     if not config.collect_garbage:
         gc.disable()
+    # Signals are still held here: one that comes while the secrets are hidden waits, and across
+    # a re-exec it waits for the new image, which acts on it (a held signal survives execve).
     dropped = config.dropped if config.dropped is not None else hide_secrets(config, argv, records)
+    lifecycle.take_signals(records)
     line_buffered_output()
     try:
         pack, kindgi, missing = boot(config, records, dropped)

@@ -6,7 +6,8 @@ keeps ``/healthz`` and ``/v1/info`` answering, lets the calls in flight
 finish and be answered, then writes ``stopped`` and exits 0 - within 8 s
 even when a sync handler never returns.  A second signal ends the drain at
 once.  A signal is never lost: not during boot, not while the main thread
-is stuck writing a record, not while the interpreter re-executes itself.
+is stuck writing a record, not while the service hides its secrets, not
+while the interpreter re-executes itself.
 The last test runs the service as PID 1 of a new PID namespace, where a
 signal without a handler would simply be ignored.
 
@@ -448,6 +449,30 @@ def test_signal_while_the_service_re_executes_is_not_lost(launcher, pack_index, 
     code, _ = wait_exit_after(service, time.monotonic())
     assert code == 0, "the signal killed the process before its handlers were in place"
     assert service.records_of("listening") == []
+
+
+def test_signal_while_the_secrets_are_hidden_waits_for_the_new_image(launcher, pack_index, tmp_path):
+    """A signal that comes while the first image hides its secrets is held until they are hidden.
+
+    Acted on there, it could be taken by the first image's lifecycle thread
+    just before the main thread re-executes: the new image would never hear of
+    it and would serve.  Held, it stays pending across ``execve`` and the new
+    image stops at once.
+    """
+    site = tmp_path / "site"
+    service = launcher.start(pack_index, env=without_memory_writes_at_first_start(site, slow_hiding=True),
+                             expect_listening=False)
+    deadline = time.monotonic() + 10
+    while not (site / "starts-hiding").exists() and time.monotonic() < deadline:
+        time.sleep(0.01)
+    assert (site / "starts-hiding").exists(), service.raw_stderr
+    service.signal(signal.SIGTERM)
+    code, _ = wait_exit_after(service, time.monotonic())
+    assert code == 0, service.raw_stderr
+    starts = (site / "starts").read_text().split()
+    assert starts == [str(service.proc.pid)] * 2, "the first image acted on the signal before it re-executed"
+    assert service.records_of("listening") == []
+    assert lifecycle_tail(service)[-1] == "stopped"
 
 
 def test_handler_past_its_deadline_no_longer_holds_the_drain(launcher, pack_index, tmp_path):

@@ -412,6 +412,9 @@ if starts == 1:   # as in a sandbox that refuses /proc/self/mem
 
     def open_without_memory(file, *args, **kwargs):
         if file == "/proc/self/mem":
+            if os.environ.get("KINDGI_TEST_SLOW_HIDING"):   # a signal can come in this half second
+                real_open(log + "-hiding", "w").close()
+                time.sleep(0.5)
             raise PermissionError(13, "Permission denied", file)
         return real_open(file, *args, **kwargs)
     builtins.open = open_without_memory
@@ -421,19 +424,23 @@ elif starts == 2 and os.environ.get("KINDGI_TEST_SLOW_RESTART"):
 '''
 
 
-def without_memory_writes_at_first_start(folder, slow_restart=False):
+def without_memory_writes_at_first_start(folder, slow_restart=False, slow_hiding=False):
     """Service env whose first interpreter start can't write /proc/self/mem: the token must go by re-exec.
 
     A ``sitecustomize`` on PYTHONPATH does it, and logs each interpreter
     start of the process in ``folder/starts``; with ``slow_restart`` the
     second start (the re-exec) takes a second and says so in
-    ``folder/starts-restarting``.
+    ``folder/starts-restarting``; with ``slow_hiding`` the first start's
+    attempt to write its memory takes half a second and says so in
+    ``folder/starts-hiding``.
     """
     folder.mkdir(exist_ok=True)
     (folder / "sitecustomize.py").write_text(NO_MEMORY_WRITES_AT_FIRST_START)
     env = {"PYTHONPATH": os.pathsep.join(filter(None, [str(folder), os.environ.get("PYTHONPATH")]))}
     if slow_restart:
         env["KINDGI_TEST_SLOW_RESTART"] = "1"
+    if slow_hiding:
+        env["KINDGI_TEST_SLOW_HIDING"] = "1"
     return env
 
 
