@@ -429,6 +429,21 @@ def post_quietly(port, message):
         conn.close()
 
 
+def signalled_in_a_slow_step(launcher, pack_index, site, marker, **slow):
+    """Start a service that must re-execute itself to hide its token, with one step slowed (see
+    ``without_memory_writes_at_first_start``); SIGTERM it once ``site/marker`` says the step has
+    begun.  Returns the service and its exit code."""
+    service = launcher.start(pack_index, env=without_memory_writes_at_first_start(site, **slow),
+                             expect_listening=False)
+    deadline = time.monotonic() + 10
+    while not (site / marker).exists() and time.monotonic() < deadline:
+        time.sleep(0.01)
+    assert (site / marker).exists(), service.raw_stderr
+    service.signal(signal.SIGTERM)
+    code, _ = wait_exit_after(service, time.monotonic())
+    return service, code
+
+
 def test_signal_while_the_service_re_executes_is_not_lost(launcher, pack_index, tmp_path):
     """A signal that comes while the re-executed interpreter starts must still stop the service.
 
@@ -438,15 +453,8 @@ def test_signal_while_the_service_re_executes_is_not_lost(launcher, pack_index, 
     across ``execve`` (the mask is inherited) keeps the signal pending until
     the handlers are in place.
     """
-    site = tmp_path / "site"
-    service = launcher.start(pack_index, env=without_memory_writes_at_first_start(site, slow_restart=True),
-                             expect_listening=False)
-    deadline = time.monotonic() + 10
-    while not (site / "starts-restarting").exists() and time.monotonic() < deadline:
-        time.sleep(0.01)
-    assert (site / "starts-restarting").exists(), service.raw_stderr
-    service.signal(signal.SIGTERM)
-    code, _ = wait_exit_after(service, time.monotonic())
+    service, code = signalled_in_a_slow_step(launcher, pack_index, tmp_path / "site", "starts-restarting",
+                                             slow_restart=True)
     assert code == 0, "the signal killed the process before its handlers were in place"
     assert service.records_of("listening") == []
 
@@ -460,14 +468,7 @@ def test_signal_while_the_secrets_are_hidden_waits_for_the_new_image(launcher, p
     image stops at once.
     """
     site = tmp_path / "site"
-    service = launcher.start(pack_index, env=without_memory_writes_at_first_start(site, slow_hiding=True),
-                             expect_listening=False)
-    deadline = time.monotonic() + 10
-    while not (site / "starts-hiding").exists() and time.monotonic() < deadline:
-        time.sleep(0.01)
-    assert (site / "starts-hiding").exists(), service.raw_stderr
-    service.signal(signal.SIGTERM)
-    code, _ = wait_exit_after(service, time.monotonic())
+    service, code = signalled_in_a_slow_step(launcher, pack_index, site, "starts-hiding", slow_hiding=True)
     assert code == 0, service.raw_stderr
     starts = (site / "starts").read_text().split()
     assert starts == [str(service.proc.pid)] * 2, "the first image acted on the signal before it re-executed"
