@@ -2746,6 +2746,26 @@ class Lifecycle:
         self.records = records
         signal.pthread_sigmask(signal.SIG_UNBLOCK, STOP_SIGNALS)
 
+    def take_back_signals(self):
+        """After the boot: SIGTERM and SIGINT are the service's again, whatever pack code did.
+
+        A module may set a handler of its own at import (one that calls
+        ``sys.exit``, say), ignore the signal or restore the default; each
+        would end the process without a drain, or never end it.  Only the
+        main thread can set handlers, and after the boot it runs no pack
+        code, so once is enough.  A record says what was taken back.
+        """
+        taken = [signal.Signals(signum).name for signum in sorted(STOP_SIGNALS)
+                 if signal.getsignal(signum) != self._on_signal]
+        for name in taken:
+            signal.signal(getattr(signal, name), self._on_signal)
+        if signal.set_wakeup_fd(self.wake_w) != self.wake_w:
+            taken.append("set_wakeup_fd")
+        if taken:
+            self.records.write("warn", "Pack code changed how the service hears %s; the service's own handling "
+                               "is back, so a stop still drains the calls in flight" % ", ".join(taken),
+                               event="signals-taken-back", fields={"signals": taken})
+
     def _on_signal(self, signum, frame):
         """On the main thread, so a signal held until take_signals() is seen before serve() says
         `listening`; the signal's number is in the wake pipe already."""
@@ -2962,6 +2982,7 @@ def main(argv=None):
         records.write("error", "The pack service failed to boot", event="boot-failed", always=True,
                       fields={"problems": exc.problems})
         return 1
+    lifecycle.take_back_signals()
     if config.check_only:
         records.write("info", "The pack boots: %d tools, %d checks" % (len(pack.index.tools), len(pack.index.checks)),
                       event="check-passed", always=True)

@@ -7,7 +7,8 @@ finish and be answered, then writes ``stopped`` and exits 0 - within 8 s
 even when a sync handler never returns.  A second signal ends the drain at
 once.  A signal is never lost: not during boot, not while the main thread
 is stuck writing a record, not while the service hides its secrets, not
-while the interpreter re-executes itself.
+while the interpreter re-executes itself, not to pack code that set its own
+handling of the signal at import.
 The last test runs the service as PID 1 of a new PID namespace, where a
 signal without a handler would simply be ignored.
 
@@ -316,6 +317,54 @@ def test_a_signal_pack_code_handles_is_not_a_stop(launcher, tmp_path):
     code, _ = wait_exit_after(service, time.monotonic())
     assert code == 0
     assert lifecycle_tail(service) == ["draining", "stopped"]
+
+
+GRABBING_CODE = '''
+import signal, sys
+from kindgi import tool
+
+%s
+
+@tool(description="A test tool.", input={"type": "object"}, output={}, id="plain", version="1.0.0")
+def plain(input, ctx):
+    return {}
+'''
+
+GRABS = {   # what a pack module's import may do to the stop, and what the service takes back
+    "exits": ("signal.signal(signal.SIGTERM, lambda *args: sys.exit(0))", ["SIGTERM"]),
+    "ignores": ("signal.signal(signal.SIGTERM, signal.SIG_IGN)", ["SIGTERM"]),
+    "dies": ("signal.signal(signal.SIGINT, signal.SIG_DFL)\nsignal.signal(signal.SIGTERM, signal.SIG_DFL)",
+             ["SIGINT", "SIGTERM"]),
+    "unhears": ("signal.set_wakeup_fd(-1)", ["set_wakeup_fd"]),
+}
+
+
+@pytest.mark.parametrize("grab", sorted(GRABS))
+def test_pack_code_can_not_take_the_stop_away(launcher, tmp_path, grab):
+    """Whatever a pack's import does to SIGTERM, SIGINT or the wake-up descriptor, a signal drains.
+
+    Left to pack code, a handler that calls ``sys.exit`` ends the process
+    with the call in flight lost, an ignored signal never stops it, the
+    default kills it, and without the wake-up descriptor nothing drains.
+    After the boot the service takes the stop back and says so.
+    """
+    code, taken = GRABS[grab]
+    pack = PackWriter(tmp_path)
+    pack.module("tools/code.py", PACK_CODE)
+    pack.tool("hold", "tools/code.py", version="1.0.0")
+    pack.module("tools/grab.py", GRABBING_CODE % code)
+    pack.tool("plain", "tools/grab.py", version="1.0.0")
+    service = launcher.start(pack.write())
+    assert service.wait_record("signals-taken-back")["signals"] == taken
+    held = HeldCall(service, "hold", tmp_path)
+    service.signal(signal.SIGTERM)
+    service.wait_record("draining", timeout=5)
+    answer = held.finish()
+    assert not isinstance(answer, Exception), answer
+    assert answer.status == 200 and answer.json["kind"] == "result"
+    exit_code, _ = wait_exit_after(service, time.monotonic())
+    assert exit_code == 0
+    assert lifecycle_tail(service) == ["draining", "call", "stopped"]
 
 
 def wait_pipe_full(fd, seconds=10.0):
