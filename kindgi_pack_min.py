@@ -1556,6 +1556,7 @@ class PackRequestHandler(BaseHTTPRequestHandler):
         self.accepted_at = time.monotonic()
         self.service = self.server.service
         self.limits = self.service.limits
+        sock.settimeout(None)   # only the service's limits: pack code may have set socket.setdefaulttimeout
         try:
             sock.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
         except OSError:

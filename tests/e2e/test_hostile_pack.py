@@ -3,7 +3,8 @@
 Handlers that raise every kind of BaseException, call sys.exit, never return,
 print megabytes, return huge, circular or non-JSON output, start threads and
 subprocesses, change the working folder or sys.path, mutate their input;
-checks returning odd types; a module that fails on its second import.  Each
+checks returning odd types; a module that fails on its second import, one
+that sets a default socket timeout.  Each
 must give a clean 200 response message, and the service keeps serving: after
 every test /healthz answers and no ``service-error`` record was written.
 """
@@ -378,3 +379,29 @@ def test_threads_and_subprocesses_do_not_hold_the_exit(launcher, tmp_path):
             os.kill(pid, signal.SIGKILL)
         except OSError:
             pass
+
+
+SHORT_DEFAULT_TIMEOUT = '''
+import socket
+socket.setdefaulttimeout(0.5)   # for its own sockets, as a pack might
+from kindgi import tool
+
+@tool(description="A test tool.", input={"type": "object"}, output={}, id="plain", version="1.0.0")
+def plain(input, ctx):
+    return {"timeout": socket.getdefaulttimeout()}
+'''
+
+
+def test_a_default_socket_timeout_set_by_pack_code_leaves_the_connections_alone(launcher, tmp_path):
+    """``socket.setdefaulttimeout(0.5)`` at import reaches every socket made afterwards, the
+    service's connections too: an idle keep-alive connection was closed after half a second, and
+    the runtime's next call on it failed.  The service's connections keep its own limits."""
+    pack = PackWriter(tmp_path)
+    pack.module("tools/short.py", SHORT_DEFAULT_TIMEOUT)
+    pack.tool("plain", "tools/short.py", version="1.0.0")
+    svc = launcher.start(pack.write())
+    conn = svc.connection()
+    assert message_of(svc.call_tool("plain", {}, conn=conn))["output"] == {"timeout": 0.5}
+    time.sleep(1.5)
+    assert message_of(svc.call_tool("plain", {}, conn=conn))["output"] == {"timeout": 0.5}
+    conn.close()
