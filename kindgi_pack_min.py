@@ -2751,10 +2751,11 @@ class Lifecycle:
         """After the boot: SIGTERM and SIGINT are the service's again, whatever pack code did.
 
         A module may set a handler of its own at import (one that calls
-        ``sys.exit``, say), ignore the signal or restore the default; each
-        would end the process without a drain, or never end it.  Only the
-        main thread can set handlers, and after the boot it runs no pack
-        code, so once is enough.  A record says what was taken back.
+        ``sys.exit``, say), ignore or block the signal, restore its default,
+        or move the wake-up descriptor; each would end the process without a
+        drain, or never end it.  Only the main thread can set handlers, and
+        after the boot it runs no pack code, so once is enough.  A record
+        says what was taken back.
         """
         taken = [signal.Signals(signum).name for signum in sorted(STOP_SIGNALS)
                  if signal.getsignal(signum) != self._on_signal]
@@ -2762,9 +2763,11 @@ class Lifecycle:
             signal.signal(getattr(signal, name), self._on_signal)
         if signal.set_wakeup_fd(self.wake_w) != self.wake_w:
             taken.append("set_wakeup_fd")
+        if STOP_SIGNALS & set(signal.pthread_sigmask(signal.SIG_UNBLOCK, STOP_SIGNALS)):
+            taken.append("pthread_sigmask")   # blocked: a signal would wait for ever
         if taken:
-            self.records.write("warn", "Pack code changed how the service hears %s; the service's own handling "
-                               "is back, so a stop still drains the calls in flight" % ", ".join(taken),
+            self.records.write("warn", "Pack code changed the stop signals' handling (%s); the service's own is "
+                               "back, so a stop still drains the calls in flight" % ", ".join(taken),
                                event="signals-taken-back", fields={"signals": taken})
 
     def _on_signal(self, signum, frame):

@@ -336,6 +336,7 @@ GRABS = {   # what a pack module's import may do to the stop, and what the servi
     "dies": ("signal.signal(signal.SIGINT, signal.SIG_DFL)\nsignal.signal(signal.SIGTERM, signal.SIG_DFL)",
              ["SIGINT", "SIGTERM"]),
     "unhears": ("signal.set_wakeup_fd(-1)", ["set_wakeup_fd"]),
+    "blocks": ("signal.pthread_sigmask(signal.SIG_BLOCK, {signal.SIGTERM})", ["pthread_sigmask"]),
 }
 
 
@@ -344,8 +345,9 @@ def test_pack_code_can_not_take_the_stop_away(launcher, tmp_path, grab):
     """Whatever a pack's import does to SIGTERM, SIGINT or the wake-up descriptor, a signal drains.
 
     Left to pack code, a handler that calls ``sys.exit`` ends the process
-    with the call in flight lost, an ignored signal never stops it, the
-    default kills it, and without the wake-up descriptor nothing drains.
+    with the call in flight lost, an ignored or blocked signal never stops
+    it, the default kills it, and without the wake-up descriptor nothing
+    drains.
     After the boot the service takes the stop back and says so.
     """
     code, taken = GRABS[grab]
