@@ -53,10 +53,13 @@ Threads, and what they share:
     records          serve()                  writes batched records to stderr
     lifecycle, drain Lifecycle                signals (their numbers, from C, on a pipe): drain, then exit
     saying draining  begin_drain              writes ``draining`` (``stop`` waits for it, 1 s at most)
+    pack-tasks       a connection             runs an event loop that async pack code left tasks
+                                              on, until they end (as many as calls may run at once)
 
     lock                       guards
     Records.lock               the stderr file descriptor, and the batch being written
-    PackService.lock           running / unanswered counts, the memory budget, draining
+    PackService.lock           running / unanswered counts, the memory budget, draining,
+                               the count of pack-tasks threads
     PackService.settled        (a Condition on PackService.lock) each call's ``done``: the
                                connection thread that lost the race to settle its call waits on it
     Call.lock                  the call's outcome: the first party to settle wins
@@ -1768,12 +1771,29 @@ class PackRequestHandler(BaseHTTPRequestHandler):
         asyncio is imported here, not at the top: it costs a fifth of the
         boot, and only packs with async handlers need it.  The loop is closed
         with the connection (``finish``), so its file descriptors go with it.
+        What asyncio reports about the loop's tasks (one that failed with
+        nobody awaiting it, say) becomes a record, not text on stderr.
         """
         import asyncio
         if self.event_loop is None:
             self.event_loop = asyncio.new_event_loop()
+            self.event_loop.set_exception_handler(self.service.pack_task_failed)
         asyncio.set_event_loop(self.event_loop)
         return self.event_loop
+
+    def hand_over_leftover_tasks(self):
+        """Tasks an async handler left running go on, with their loop, in a thread of their own.
+
+        A handler may start a task and return without awaiting it (a write it
+        doesn't wait for, say).  Left on this connection's loop, the task would
+        run only while a later call on the connection runs, and be lost with
+        the connection.  So the loop goes to a thread that runs it until its
+        last task is done, and the connection makes a new loop for its next
+        async call.
+        """
+        loop = self.event_loop
+        if loop is not None and unfinished_tasks(loop) and self.service.finish_tasks_elsewhere(loop):
+            self.event_loop = None
 
     # -- answers --------------------------------------------------------------
 
@@ -1980,7 +2000,10 @@ def run_pack_code(call, fn, args, is_async):
     call.on_cancel.append(lambda: loop.call_soon_threadsafe(task.cancel))
     if call.cancellation.cancelled:
         task.cancel()
-    value, raised = loop.run_until_complete(task)
+    try:
+        value, raised = loop.run_until_complete(task)
+    finally:
+        call.handler.hand_over_leftover_tasks()
     if raised is not None:
         raise raised
     return value
@@ -2005,6 +2028,28 @@ def _cancelled_by_us(call, exc):
     """The call's own cancellation stopped its async task: nobody is waiting for an answer."""
     asyncio = sys.modules.get("asyncio")
     return asyncio is not None and isinstance(exc, asyncio.CancelledError) and call.cancellation.cancelled
+
+
+def unfinished_tasks(loop):
+    """The tasks on ``loop`` that are not done (Python 3.6 has only ``Task.all_tasks``, done ones too)."""
+    asyncio = sys.modules["asyncio"]
+    all_tasks = getattr(asyncio, "all_tasks", None) or asyncio.Task.all_tasks
+    return {task for task in all_tasks(loop) if not task.done()}
+
+
+def finish_tasks(loop):
+    """Run ``loop`` until no task is left on it, then close it (in a thread of its own)."""
+    asyncio = sys.modules["asyncio"]
+    asyncio.set_event_loop(loop)
+    try:
+        tasks = unfinished_tasks(loop)
+        while tasks:
+            loop.run_until_complete(asyncio.wait(tasks))
+            tasks = unfinished_tasks(loop)
+    except BaseException as exc:  # a task raised SystemExit or KeyboardInterrupt: the rest stop here
+        loop.call_exception_handler({"message": "a task stopped its event loop", "exception": exc})
+    finally:
+        close_event_loop(loop)
 
 
 def close_event_loop(loop):
@@ -2408,6 +2453,8 @@ class PackService:
         self.running = 0
         self.unanswered = 0
         self.memory = 0
+        self.task_loops = 0            # threads finishing tasks async pack code left running
+        self.said_no_room_for_tasks = False
         self.answering = set()
         self.lock = threading.Lock()
         # One Condition for all calls, not an Event each: only a call that loses the race to settle waits.
@@ -2485,6 +2532,43 @@ class PackService:
 
     def tool_logger(self, fields):
         return self.call_logger.child(fields)
+
+    # -- tasks async pack code leaves running ---------------------------------------
+
+    def finish_tasks_elsewhere(self, loop):
+        """Give ``loop`` a thread that runs it until its last task is done; False when as many
+        such threads run as calls may (the concurrency cap), and the loop stays where it is."""
+        with self.lock:
+            room = self.task_loops < self.cap
+            if room:
+                self.task_loops += 1
+            first_refusal = not room and not self.said_no_room_for_tasks
+            self.said_no_room_for_tasks = self.said_no_room_for_tasks or not room
+        if first_refusal:
+            self.records.write("warn", "Async handlers leave tasks running on %d event loops already; from now "
+                               "on the tasks of the others run only while their connection's next calls do"
+                               % self.cap, event="pack-tasks-waiting")
+        if room:
+            threading.Thread(target=self._finish_tasks, args=(loop,), name="pack-tasks", daemon=True).start()
+        return room
+
+    def _finish_tasks(self, loop):
+        try:
+            finish_tasks(loop)
+        finally:
+            with self.lock:
+                self.task_loops -= 1
+
+    def pack_task_failed(self, loop, context):
+        """asyncio's report about a task of pack code's (an exception nobody retrieved, a task
+        destroyed while pending), as a record."""
+        exc = context.get("exception")
+        text = context.get("message") or "asyncio reported a problem"
+        if exc is not None:
+            text = "%s: %s: %s" % (text, type(exc).__name__, _safe_str(exc))
+        # From a task's __del__ this runs in any thread, maybe one holding the records' lock: a timeout, never a wait.
+        self.records.write("warn", "Async pack code: %s" % text, event="pack-task-error",
+                           fields={"stack": format_stack(exc)} if exc is not None else None, lock_timeout=0.5)
 
     def failed(self, exc, what):
         """The service itself failed: a ``service-error`` record, and the 500 answer's body."""
