@@ -52,6 +52,7 @@ Threads, and what they share:
     hang-up          the watchman             settles a call whose caller left (runs its callbacks)
     records          serve()                  writes batched records to stderr
     lifecycle, drain Lifecycle                signals (their numbers, from C, on a pipe): drain, then exit
+    exit handlers    Lifecycle.stop           pack code's atexit handlers, after the drain (1 s at most)
     saying draining  begin_drain              writes ``draining`` (``stop`` waits for it, 1 s at most)
     pack-tasks       a connection             runs an event loop that async pack code left tasks
                                               on, until they end (as many as calls may run at once)
@@ -95,7 +96,8 @@ if __name__ == "__main__":
     # waits, where an unhandled one kills the service (or, as PID 1, is ignored).
     signal.pthread_sigmask(signal.SIG_BLOCK, {signal.SIGTERM, signal.SIGINT})
 
-import errno  # noqa: E402  (the imports below take time the signals must not be lost in)
+import atexit  # noqa: E402  (the imports below take time the signals must not be lost in)
+import errno
 import functools
 import gc
 import importlib
@@ -228,10 +230,11 @@ class Limits:
     body = 30.0            # a whole request body
     write = 30.0           # a whole answer
     drain = 8.0            # calls in flight after SIGTERM
+    exit_handlers = 1.0    # pack code's atexit handlers, once the drain is over
     linger = 10.0          # reading and dropping an unread body before closing (a pause of 1 s ends it)
     overflow = 1.0         # a request on a connection over the cap (probes only)
 
-    NAMES = ("silence", "first_request", "head", "body", "write", "drain", "linger", "overflow")
+    NAMES = ("silence", "first_request", "head", "body", "write", "drain", "exit_handlers", "linger", "overflow")
 
 
 # ---------------------------------------------------------------------------
@@ -2814,6 +2817,7 @@ class Lifecycle:
         self.service = None            # set once `listening` is said: from then on a signal drains
         self.signalled = False
         self.lock = threading.Lock()   # orders ``listening`` and ``stopped``
+        self.exit_handlers_once = threading.Lock()   # taken by the first stop, which runs them
         self.wake_r, self.wake_w = os.pipe()
         os.set_blocking(self.wake_w, False)
         self.thread = threading.Thread(target=self._run, name="lifecycle", daemon=True)
@@ -2882,20 +2886,41 @@ class Lifecycle:
         self.stop(0)
 
     def stop(self, code):
-        """Write ``stopped`` and leave now: threads stuck in pack code can't hold the exit.
+        """Run pack code's exit handlers, write ``stopped`` and leave: threads stuck in pack code
+        can't hold the exit.
 
-        The last words go from a thread of their own, given a second: a
-        stderr nobody reads must not keep the process alive.
+        The exit handlers run only after a drain, and once: a second signal
+        while they run ends the process at once.  The last words go from a
+        thread of their own, given a second: a stderr nobody reads must not
+        keep the process alive.
         """
         if self.lock.acquire(timeout=1.0):   # serve() may be stuck writing `listening`
             self.lock.release()
         saying_draining = self.service.saying_draining if self.service is not None else None
         if saying_draining is not None:      # `draining` comes before `stopped`, even on a busy machine
             saying_draining.join(1.0)
+        if self.service is not None and self.exit_handlers_once.acquire(False):   # a second signal skips them
+            self._run_exit_handlers(self.service.limits.exit_handlers)
         last_words = threading.Thread(target=self._last_words, daemon=True)
         last_words.start()
         last_words.join(1.0)
         os._exit(code)
+
+    @staticmethod
+    def _run_exit_handlers(seconds):
+        """Pack code's ``atexit`` handlers (a tracer's last flush, say), for ``seconds`` at most.
+
+        ``os._exit`` runs none of them, and a normal exit would first wait
+        for every thread pack code left behind, for ever if one never ends.
+        So they run here, once the calls are answered, in a thread of their
+        own.  ``atexit._run_exitfuncs`` is how CPython's own exit runs them;
+        it is not public, so where it is missing they don't run.
+        """
+        run = getattr(atexit, "_run_exitfuncs", None)
+        if run is not None:
+            runner = threading.Thread(target=run, name="exit handlers", daemon=True)
+            runner.start()
+            runner.join(seconds)
 
     def _last_words(self):
         if self.records is not None:

@@ -369,6 +369,79 @@ def test_pack_code_can_not_take_the_stop_away(launcher, tmp_path, grab):
     assert lifecycle_tail(service) == ["draining", "call", "stopped"]
 
 
+EXIT_HANDLER_CODE = '''
+import atexit, os, time
+from kindgi import tool
+from kindgi.log import get_logger
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+
+
+def flush():
+    """What a tracer or a metrics client does at exit: its last flush."""
+    get_logger("pack.tracer").info("flushed at exit")
+    open(os.path.join(HERE, "flushed"), "w").close()
+    if os.path.exists(os.path.join(HERE, "stuck")):
+        time.sleep(30)
+
+
+atexit.register(flush)
+
+
+@tool(description="A test tool.", input={"type": "object"}, output={}, id="plain", version="1.0.0")
+def plain(input, ctx):
+    return {}
+'''
+
+
+def exit_handler_service(launcher, tmp_path, stuck=False, env=None):
+    """A service whose pack registers an atexit handler; with ``stuck``, the handler never returns."""
+    pack = PackWriter(tmp_path)
+    pack.module("tools/flush.py", EXIT_HANDLER_CODE)
+    pack.tool("plain", "tools/flush.py", version="1.0.0")
+    index = pack.write()
+    if stuck:
+        (tmp_path / "tools" / "stuck").touch()
+    return launcher.start(index, env=env)
+
+
+def test_pack_exit_handlers_run_after_the_drain(launcher, tmp_path):
+    """atexit handlers (a tracer's last flush) run after the drain, before ``stopped``, as they do when
+    the official service exits; ``os._exit`` alone would skip them."""
+    service = exit_handler_service(launcher, tmp_path)
+    assert service.call_tool("plain", {}).status == 200
+    service.signal(signal.SIGTERM)
+    code, _ = wait_exit_after(service, time.monotonic())
+    assert code == 0
+    assert (tmp_path / "tools" / "flushed").exists(), "the pack's atexit handler did not run"
+    kinds = [r.get("kind") or r.get("message") for r in service.records]
+    assert kinds[-3:] == ["draining", "flushed at exit", "stopped"], kinds
+
+
+def test_a_stuck_exit_handler_holds_the_exit_a_second_at_most(launcher, tmp_path):
+    service = exit_handler_service(launcher, tmp_path, stuck=True)
+    service.signal(signal.SIGTERM)
+    code, elapsed = wait_exit_after(service, time.monotonic())
+    assert code == 0
+    assert 0.9 < elapsed < 3.0, "a stuck atexit handler held the exit for %.1f s, not 1" % elapsed
+    assert (tmp_path / "tools" / "flushed").exists()
+    assert lifecycle_tail(service)[-1] == "stopped"
+
+
+def test_a_second_signal_does_not_wait_for_the_exit_handlers(launcher, tmp_path):
+    service = exit_handler_service(launcher, tmp_path, stuck=True, env={"KINDGI_PACK_MIN_TEST": "exit_handlers=20"})
+    service.signal(signal.SIGTERM)
+    deadline = time.monotonic() + 10
+    while not (tmp_path / "tools" / "flushed").exists() and time.monotonic() < deadline:
+        time.sleep(0.01)
+    assert (tmp_path / "tools" / "flushed").exists(), "the exit handler never started"
+    service.signal(signal.SIGTERM)
+    code, elapsed = wait_exit_after(service, time.monotonic())
+    assert code == 0
+    assert elapsed < 2.0, "the second signal waited %.1f s for the exit handlers" % elapsed
+    assert lifecycle_tail(service)[-1] == "stopped"
+
+
 def wait_pipe_full(fd, seconds=10.0):
     """True once the pipe behind ``fd`` holds all it can: its writer is then blocked."""
     capacity = fcntl.fcntl(fd, F_GETPIPE_SZ)
