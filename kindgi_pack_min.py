@@ -2825,6 +2825,8 @@ class Lifecycle:
         for signum in STOP_SIGNALS:
             signal.signal(signum, self._on_signal)
         signal.set_wakeup_fd(self.wake_w)
+        if hasattr(os, "register_at_fork"):   # Python 3.6 has none: a forked child's stop signals reach us
+            os.register_at_fork(after_in_child=self._in_a_forked_child)
 
     def take_signals(self, records):
         """From now on a signal is acted on, and ``stopped`` written with ``records``.
@@ -2857,6 +2859,18 @@ class Lifecycle:
             self.records.write("warn", "Pack code changed the stop signals' handling (%s); the service's own is "
                                "back, so a stop still drains the calls in flight" % ", ".join(taken),
                                event="signals-taken-back", fields={"signals": taken})
+
+    @staticmethod
+    def _in_a_forked_child():
+        """A process pack code forks (``multiprocessing``'s workers) is not the service.
+
+        It would share the wake-up pipe: a SIGTERM to the child
+        (``Pool.terminate``) would drain the service, and the child would
+        not die of it.  So the child gets the handling of a new interpreter.
+        """
+        signal.set_wakeup_fd(-1)
+        signal.signal(signal.SIGTERM, signal.SIG_DFL)
+        signal.signal(signal.SIGINT, signal.default_int_handler)
 
     def _on_signal(self, signum, frame):
         """On the main thread, so a signal held until take_signals() is seen before serve() says

@@ -442,6 +442,44 @@ def test_a_second_signal_does_not_wait_for_the_exit_handlers(launcher, tmp_path)
     assert lifecycle_tail(service)[-1] == "stopped"
 
 
+FORKING_CODE = '''
+import multiprocessing, time
+from kindgi import tool
+
+
+@tool(description="A test tool.", input={"type": "object"}, output={}, id="fork", version="1.0.0")
+def fork(input, ctx):
+    """A worker forked and stopped as ``multiprocessing.Pool.terminate`` stops its workers: SIGTERM."""
+    child = multiprocessing.get_context("fork").Process(target=time.sleep, args=(10,))
+    child.start()
+    time.sleep(0.2)
+    child.terminate()
+    child.join(5)
+    return {"exitcode": child.exitcode}
+'''
+
+
+def service_python_has_register_at_fork():
+    done = subprocess.run([PYTHON, "-c", "import os; print(hasattr(os, 'register_at_fork'))"],
+                          stdout=subprocess.PIPE, universal_newlines=True, timeout=60)
+    return done.stdout.strip() == "True"
+
+
+def test_a_stop_signal_to_a_child_pack_code_forked_is_the_childs_own(launcher, tmp_path):
+    """The child shares the service's wake-up pipe: its SIGTERM drained the service, and the child
+    lived on.  A forked child now handles signals as a new interpreter does."""
+    if not service_python_has_register_at_fork():
+        pytest.skip("Python 3.6 has no os.register_at_fork: there a forked child's stop signal reaches the service")
+    pack = PackWriter(tmp_path)
+    pack.module("tools/fork.py", FORKING_CODE)
+    pack.tool("fork", "tools/fork.py", version="1.0.0")
+    service = launcher.start(pack.write())
+    assert service.call_tool("fork", {}, timeout=20).json["output"] == {"exitcode": -signal.SIGTERM}
+    time.sleep(0.3)   # a drain begun by the child's signal would show by now
+    assert service.request("GET", "/readyz", token=False).status == 200, "the child's SIGTERM drained the service"
+    assert service.records_of("draining") == []
+
+
 def wait_pipe_full(fd, seconds=10.0):
     """True once the pipe behind ``fd`` holds all it can: its writer is then blocked."""
     capacity = fcntl.fcntl(fd, F_GETPIPE_SZ)
