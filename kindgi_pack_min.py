@@ -2034,9 +2034,9 @@ def _cancelled_by_us(call, exc):
 
 
 def unfinished_tasks(loop):
-    """The tasks on ``loop`` that are not done (Python 3.6 has only ``Task.all_tasks``, done ones too)."""
+    """The tasks on ``loop`` that are not done."""
     asyncio = sys.modules["asyncio"]
-    all_tasks = getattr(asyncio, "all_tasks", None) or asyncio.Task.all_tasks
+    all_tasks = getattr(asyncio, "all_tasks", None) or asyncio.Task.all_tasks   # Python 3.6: done ones too
     return {task for task in all_tasks(loop) if not task.done()}
 
 
