@@ -36,6 +36,7 @@ The path of a request, and the functions that take it:
                                       read_envelope (200 errors), 421 for ctx.tenantId,
                                       PackService.admit (503 overloaded)
       run_call                        the call runs in this thread: call_tool / call_check
+                                      (run_pack_code: async pack code on the event loop)
       Call.settle                     exactly once, by whichever comes first: the result,
                                       the deadline (Watchman), the caller leaving, the drain
         PackService.call_record       the ``call`` record, before the answer (so records
@@ -46,7 +47,7 @@ Threads, and what they share:
 
     thread           started by               does
     main             the interpreter          boots, then accepts connections (serve_forever)
-    connection       process_request          reads requests, runs its own calls' pack code
+    connection       process_request          reads requests, runs its own calls' sync pack code
     watchman         serve()                  deadlines, callers who leave, stalled phases
     deadline answer  the watchman             writes one ``deadline-exceeded`` answer
     hang-up          the watchman             settles a call whose caller left (runs its callbacks)
@@ -54,13 +55,13 @@ Threads, and what they share:
     lifecycle, drain Lifecycle                signals (their numbers, from C, on a pipe): drain, then exit
     exit handlers    Lifecycle.stop           pack code's atexit handlers, after the drain (1 s at most)
     saying draining  begin_drain              writes ``draining`` (``stop`` waits for it, 1 s at most)
-    pack-tasks       a connection             runs an event loop that async pack code left tasks
-                                              on, until they end (as many as calls may run at once)
+    event loop       main(), or the first     runs all async pack code, and the tasks it leaves
+                     async call
 
     lock                       guards
     Records.lock               the stderr file descriptor, and the batch being written
-    PackService.lock           running / unanswered counts, the memory budget, draining,
-                               the count of pack-tasks threads
+    PackService.lock           running / unanswered counts, the memory budget, draining
+    PackService.loop_lock      starting the event loop of async pack code
     PackService.settled        (a Condition on PackService.lock) each call's ``done``: the
                                connection thread that lost the race to settle its call waits on it
     Call.lock                  the call's outcome: the first party to settle wins
@@ -112,6 +113,7 @@ import socketserver
 import threading
 import time
 import types
+import warnings
 from array import array               # socket's own import: for a struct timeval
 from collections.abc import Mapping, MutableMapping
 
@@ -1539,9 +1541,10 @@ CONNECTIONS_FULL = (b"HTTP/1.1 503 Service Unavailable\r\ncontent-type: " + JSON
 class PackRequestHandler(BaseHTTPRequestHandler):
     """One connection: reads requests, routes them, writes the answers.
 
-    The connection's thread runs pack code for its own calls, so a call costs
-    no thread hand-off; the watchman answers instead when a call outlives its
-    deadline or its caller.
+    The connection's thread runs sync pack code for its own calls, so such a
+    call costs no thread hand-off; async pack code runs on the pack's one
+    event loop while the thread waits.  The watchman answers instead when a
+    call outlives its deadline or its caller.
     """
 
     protocol_version = "HTTP/1.1"
@@ -1552,7 +1555,6 @@ class PackRequestHandler(BaseHTTPRequestHandler):
     request_head = None
     body_unread = False
     held = 0                 # bytes of the service's memory budget this request holds
-    event_loop = None        # for this connection's async pack code, made when first needed
     evicted = False          # shut to make room for a probe
 
     # -- the connection -----------------------------------------------------
@@ -1575,8 +1577,6 @@ class PackRequestHandler(BaseHTTPRequestHandler):
     def finish(self):
         """Let go of everything the connection holds; the server closes its socket next."""
         self.server.handlers.discard(self)
-        if self.event_loop is not None:
-            close_event_loop(self.event_loop)
         self.rfile.close()
 
     def handle(self):
@@ -1767,36 +1767,6 @@ class PackRequestHandler(BaseHTTPRequestHandler):
                                   % (call.target.name, call.record_id, call.elapsed_ms()),
                                   event="handler-finished-late",
                                   fields=dict(call.fields, afterMs=call.elapsed_ms()))
-
-    def event_loop_for_pack_code(self):
-        """This connection's event loop for async pack code: a blocking coroutine stalls only its call.
-
-        asyncio is imported here, not at the top: it costs a fifth of the
-        boot, and only packs with async handlers need it.  The loop is closed
-        with the connection (``finish``), so its file descriptors go with it.
-        What asyncio reports about the loop's tasks (one that failed with
-        nobody awaiting it, say) becomes a record, not text on stderr.
-        """
-        import asyncio
-        if self.event_loop is None:
-            self.event_loop = asyncio.new_event_loop()
-            self.event_loop.set_exception_handler(self.service.pack_task_failed)
-        asyncio.set_event_loop(self.event_loop)
-        return self.event_loop
-
-    def hand_over_leftover_tasks(self):
-        """Tasks an async handler left running go on, with their loop, in a thread of their own.
-
-        A handler may start a task and return without awaiting it (a write it
-        doesn't wait for, say).  Left on this connection's loop, the task would
-        run only while a later call on the connection runs, and be lost with
-        the connection.  So the loop goes to a thread that runs it until its
-        last task is done, and the connection makes a new loop for its next
-        async call.
-        """
-        loop = self.event_loop
-        if loop is not None and unfinished_tasks(loop) and self.service.finish_tasks_elsewhere(loop):
-            self.event_loop = None
 
     # -- answers --------------------------------------------------------------
 
@@ -1995,18 +1965,28 @@ def result_body(kind, key, text):
 
 
 def run_pack_code(call, fn, args, is_async):
-    """Run a handler or check in this thread; async ones on the connection's event loop."""
+    """Run a handler or check: a sync one in this thread, an async one on the pack's event loop,
+    this thread waiting until it is done (so a call past its deadline keeps its slot)."""
     if not is_async:
         return fn(*args)
-    loop = call.handler.event_loop_for_pack_code()
-    task = loop.create_task(_guarded(call, fn(*args)))
-    call.on_cancel.append(lambda: loop.call_soon_threadsafe(task.cancel))
-    if call.cancellation.cancelled:
-        task.cancel()
-    try:
-        value, raised = loop.run_until_complete(task)
-    finally:
-        call.handler.hand_over_leftover_tasks()
+    loop = call.service.event_loop()
+    coroutine = fn(*args)
+    done = threading.Event()
+    ended = []
+
+    def start():   # on the loop
+        task = loop.create_task(_guarded(call, coroutine))
+        call.on_cancel.append(lambda: loop.call_soon_threadsafe(task.cancel))
+        if call.cancellation.cancelled:
+            task.cancel()
+        task.add_done_callback(lambda task: (ended.append(task), done.set()))
+
+    loop.call_soon_threadsafe(start)
+    done.wait()
+    task = ended[0]
+    if task.cancelled():
+        raise sys.modules["asyncio"].CancelledError()   # the call's own cancellation stopped it
+    value, raised = task.result()
     if raised is not None:
         raise raised
     return value
@@ -2031,38 +2011,6 @@ def _cancelled_by_us(call, exc):
     """The call's own cancellation stopped its async task: nobody is waiting for an answer."""
     asyncio = sys.modules.get("asyncio")
     return asyncio is not None and isinstance(exc, asyncio.CancelledError) and call.cancellation.cancelled
-
-
-def unfinished_tasks(loop):
-    """The tasks on ``loop`` that are not done."""
-    asyncio = sys.modules["asyncio"]
-    all_tasks = getattr(asyncio, "all_tasks", None) or asyncio.Task.all_tasks   # Python 3.6: done ones too
-    return {task for task in all_tasks(loop) if not task.done()}
-
-
-def finish_tasks(loop):
-    """Run ``loop`` until no task is left on it, then close it (in a thread of its own)."""
-    asyncio = sys.modules["asyncio"]
-    asyncio.set_event_loop(loop)
-    try:
-        tasks = unfinished_tasks(loop)
-        while tasks:
-            loop.run_until_complete(asyncio.wait(tasks))
-            tasks = unfinished_tasks(loop)
-    except BaseException as exc:  # a task raised SystemExit or KeyboardInterrupt: the rest stop here
-        loop.call_exception_handler({"message": "a task stopped its event loop", "exception": exc})
-    finally:
-        close_event_loop(loop)
-
-
-def close_event_loop(loop):
-    """Close an event loop pack code used, with whatever it left behind; never raises."""
-    try:
-        if not loop.is_closed():
-            loop.run_until_complete(loop.shutdown_asyncgens())
-            loop.close()
-    except Exception:
-        pass  # pack code left it running or broken: its descriptors go with the collector
 
 
 def call_tool(call):
@@ -2456,8 +2404,8 @@ class PackService:
         self.running = 0
         self.unanswered = 0
         self.memory = 0
-        self.task_loops = 0            # threads finishing tasks async pack code left running
-        self.said_no_room_for_tasks = False
+        self.loop = None               # the event loop of async pack code, once one runs
+        self.loop_lock = threading.Lock()
         self.answering = set()
         self.lock = threading.Lock()
         # One Condition for all calls, not an Event each: only a call that loses the race to settle waits.
@@ -2536,31 +2484,60 @@ class PackService:
     def tool_logger(self, fields):
         return self.call_logger.child(fields)
 
-    # -- tasks async pack code leaves running ---------------------------------------
+    # -- the event loop of async pack code -------------------------------------------
 
-    def finish_tasks_elsewhere(self, loop):
-        """Give ``loop`` a thread that runs it until its last task is done; False when as many
-        such threads run as calls may (the concurrency cap), and the loop stays where it is."""
-        with self.lock:
-            room = self.task_loops < self.cap
-            if room:
-                self.task_loops += 1
-            first_refusal = not room and not self.said_no_room_for_tasks
-            self.said_no_room_for_tasks = self.said_no_room_for_tasks or not room
-        if first_refusal:
-            self.records.write("warn", "Async handlers leave tasks running on %d event loops already; from now "
-                               "on the tasks of the others run only while their connection's next calls do"
-                               % self.cap, event="pack-tasks-waiting")
-        if room:
-            threading.Thread(target=self._finish_tasks, args=(loop,), name="pack-tasks", daemon=True).start()
-        return room
+    def event_loop(self):
+        """The one event loop all async pack code runs on, in a thread of its own.
 
-    def _finish_tasks(self, loop):
-        try:
-            finish_tasks(loop)
-        finally:
-            with self.lock:
-                self.task_loops -= 1
+        One loop, as on the official service: a client, a pool or a lock that
+        a module keeps works from every call, and a task a handler leaves
+        running runs on after the answer.  A coroutine that blocks stalls the
+        other async calls until it returns (not the sync ones); the watchman
+        still answers every deadline on time.  The first async call starts
+        it, and imports asyncio: that costs a fifth of the boot, and only
+        packs with async code need it.
+        """
+        with self.loop_lock:
+            if self.loop is None:
+                import asyncio
+                self._start_event_loop(asyncio.new_event_loop())
+            return self.loop
+
+    def keep_the_boot_event_loop(self):
+        """On the main thread, after the boot: the loop pack code set up there, if any, runs its
+        async code.
+
+        What a module made at import on that loop then works in calls: a
+        pool opened with ``run_until_complete``, or, before Python 3.10, any
+        ``asyncio.Lock()`` or ``Queue()``, which take the main thread's loop
+        when they are made.  A pack that never imported asyncio gets its
+        loop at its first async call.
+        """
+        asyncio = sys.modules.get("asyncio")
+        if asyncio is None:
+            return
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore", DeprecationWarning)   # 3.12 and 3.13, when it makes one
+            try:
+                loop = asyncio.get_event_loop()
+            except RuntimeError:   # Python 3.14: none was set
+                return
+        with self.loop_lock:
+            if self.loop is None and not loop.is_closed() and not loop.is_running():
+                self._start_event_loop(loop)
+
+    def _start_event_loop(self, loop):
+        loop.set_exception_handler(self.pack_task_failed)
+        threading.Thread(target=self._run_event_loop, args=(loop,), name="event loop", daemon=True).start()
+        self.loop = loop
+
+    def _run_event_loop(self, loop):
+        sys.modules["asyncio"].set_event_loop(loop)
+        while not loop.is_closed():   # pack code that stops the loop, or a task's SystemExit, doesn't end it
+            try:
+                loop.run_forever()
+            except BaseException as exc:  # a task pack code left running raised SystemExit or KeyboardInterrupt
+                self.pack_task_failed(loop, {"message": "a task stopped the event loop", "exception": exc})
 
     def pack_task_failed(self, loop, context):
         """asyncio's report about a task of pack code's (an exception nobody retrieved, a task
@@ -3115,6 +3092,7 @@ def main(argv=None):
                       event="check-passed", always=True)
         return 0
     service = PackService(config, records, pack, kindgi, missing)
+    service.keep_the_boot_event_loop()
     return serve(config, records, service, lifecycle)
 
 

@@ -1,18 +1,23 @@
-"""End-to-end: tasks that async pack code starts and leaves running (README: Protocol coverage).
+"""End-to-end: async pack code runs on one event loop (README: Protocol coverage).
 
-A handler may start a task and return without awaiting it: a write it does
-not wait for, a metric flushed later.  As in the official service, whose one
-event loop runs it on, the task finishes after the call has been answered,
-even when the caller's connection is gone.  What asyncio reports about such a
-task (an exception nobody retrieved) is a ``pack-task-error`` record, and
-stderr stays JSON lines.  No more event loops finish tasks at once than calls
-may run at once; past that, a record says so once and the tasks of the other
-loops run only while their connection's next calls do.
+As on the official service: a lock, a queue or a client connection that a
+module keeps works from every call, whichever connection it comes on; a task
+a handler starts and leaves running finishes after the answer, even when the
+caller's connection is gone; what asyncio reports about such a task (an
+exception nobody retrieved) is a ``pack-task-error`` record, and stderr stays
+JSON lines.  Pack code that stops the loop, or a task that raises SystemExit,
+doesn't end it.  When a module set up an event loop on the main thread at
+import (a pool opened with ``run_until_complete``; before Python 3.10, any
+``asyncio.Lock()`` made at import takes that loop), that loop is the one.
 """
 
 import json
 import signal
+import socket
+import threading
 import time
+
+import pytest
 
 from conftest import PackWriter
 
@@ -20,10 +25,13 @@ TASKS = '''
 import asyncio, os
 from kindgi import tool
 
+LOCK = asyncio.Lock()
+KEPT = {}
+
 
 async def write_later(path, seconds):
     await asyncio.sleep(seconds)
-    await asyncio.sleep(0)          # and once more: a task that awaits twice still ends
+    await asyncio.sleep(0)
     open(path, "w").close()
 
 
@@ -31,9 +39,8 @@ async def fail():
     raise ValueError("lost in the background")
 
 
-async def forever():
-    while True:
-        await asyncio.sleep(1)
+async def exit_quietly():
+    raise SystemExit(3)
 
 
 @tool(description="A test tool.", input={"type": "object"}, output={}, id="later", version="1.0.0")
@@ -49,19 +56,57 @@ async def fails(input, ctx):
     return {"started": True}
 
 
-@tool(description="A test tool.", input={"type": "object"}, output={}, id="forever", version="1.0.0")
-async def start_forever(input, ctx):
-    asyncio.ensure_future(forever())
-    return {"started": True}
+@tool(description="A test tool.", input={"type": "object"}, output={}, id="stops", version="1.0.0")
+async def stops(input, ctx):
+    asyncio.get_event_loop().stop()
+    asyncio.ensure_future(exit_quietly())
+    return {"stopped": True}
+
+
+@tool(description="A test tool.", input={"type": "object"}, output={}, id="locked", version="1.0.0")
+async def locked(input, ctx):
+    async with LOCK:
+        await asyncio.sleep(0.2)
+    return {"locked": True}
+
+
+@tool(description="A test tool.", input={"type": "object"}, output={}, id="client", version="1.0.0")
+async def client(input, ctx):
+    """A connection the module keeps, as a pack keeps an HTTP client or a database pool."""
+    if "conn" not in KEPT:
+        KEPT["conn"] = await asyncio.open_connection("127.0.0.1", input["port"])
+    reader, writer = KEPT["conn"]
+    writer.write(input["say"].encode() + b"\\n")
+    await writer.drain()
+    return {"heard": (await reader.readline()).decode().strip()}
+'''
+
+SET_UP_AT_IMPORT = '''
+import asyncio, socket
+from kindgi import tool
+
+# A pool opened at import on a loop of the module's own: its streams belong to that loop.
+LOOP = asyncio.new_event_loop()
+asyncio.set_event_loop(LOOP)
+OURS, THEIRS = socket.socketpair()
+READER, WRITER = LOOP.run_until_complete(asyncio.open_connection(sock=OURS))
+
+
+@tool(description="A test tool.", input={"type": "object"}, output={}, id="pooled", version="1.0.0")
+async def pooled(input, ctx):
+    THEIRS.sendall(input["say"].encode() + b"\\n")
+    return {"heard": (await READER.readline()).decode().strip(),
+            "same loop": asyncio.get_event_loop() is LOOP}
 '''
 
 
-def start(launcher, tmp_path, env=None):
+@pytest.fixture
+def service(launcher, tmp_path):
     pack = PackWriter(tmp_path)
     pack.module("tools/tasks.py", TASKS)
-    for tool_id in ("later", "fails", "forever"):
+    for tool_id in ("later", "fails", "stops", "locked", "client"):
         pack.tool(tool_id, "tools/tasks.py", version="1.0.0")
-    return launcher.start(pack.write(), env=env)
+    return launcher.start(pack.write())
 
 
 def wait_file(path, seconds=5.0):
@@ -71,19 +116,60 @@ def wait_file(path, seconds=5.0):
     return path.exists()
 
 
-def test_a_task_left_running_finishes_after_the_answer_and_the_connection(launcher, tmp_path):
-    service = start(launcher, tmp_path)
+def on_connections(service, tool_id, inputs):
+    """Call ``tool_id`` once per input, each on a connection of its own, all at once; the outputs."""
+    outputs = [None] * len(inputs)
+
+    def call(i):
+        conn = service.connection()
+        try:
+            outputs[i] = service.call_tool(tool_id, inputs[i], conn=conn, timeout=10).json.get("output")
+        finally:
+            conn.close()
+    threads = [threading.Thread(target=call, args=(i,)) for i in range(len(inputs))]
+    for thread in threads:
+        thread.start()
+    for thread in threads:
+        thread.join(15)
+    return outputs
+
+
+def echo_server():
+    """A line echo server on loopback, for the kept client; its port."""
+    server = socket.socket()
+    server.bind(("127.0.0.1", 0))
+    server.listen(4)
+
+    def serve():
+        conn, _ = server.accept()
+        with conn, conn.makefile("rwb") as lines:
+            for line in lines:
+                lines.write(line)
+                lines.flush()
+    threading.Thread(target=serve, daemon=True).start()
+    return server.getsockname()[1]
+
+
+def test_a_lock_a_module_keeps_works_from_every_connection(service):
+    assert on_connections(service, "locked", [{}] * 3) == [{"locked": True}] * 3
+
+
+def test_a_client_a_module_keeps_works_from_every_connection(service):
+    port = echo_server()
+    said = [{"port": port, "say": "call-%d" % i} for i in range(3)]
+    for i in range(3):   # one after another, each from a connection of its own
+        assert on_connections(service, "client", [said[i]]) == [{"heard": "call-%d" % i}]
+
+
+def test_a_task_left_running_finishes_after_the_answer_and_the_connection(service, tmp_path):
     conn = service.connection()
     answer = service.call_tool("later", {"path": str(tmp_path / "written")}, conn=conn)
     assert answer.json["output"] == {"started": True}
-    conn.close()                                # no later call on this connection to carry the task
+    conn.close()                                # the task must not need this connection
     assert wait_file(tmp_path / "written"), "the task the handler left running never finished"
-    again = service.call_tool("later", {"path": str(tmp_path / "again"), "seconds": 0})
-    assert again.json["output"] == {"started": True} and wait_file(tmp_path / "again")
 
 
-def test_a_failing_task_is_a_record_and_stderr_stays_json(launcher, tmp_path):
-    service = start(launcher, tmp_path)
+def test_a_failing_task_is_a_record_and_stderr_stays_json(service):
     for _ in range(3):
         assert service.call_tool("fails", {}).json["output"] == {"started": True}
     record = service.wait_record("pack-task-error")
@@ -96,17 +182,20 @@ def test_a_failing_task_is_a_record_and_stderr_stays_json(launcher, tmp_path):
         assert isinstance(json.loads(line), dict), line
 
 
-def test_event_loops_finishing_tasks_are_capped(launcher, tmp_path):
-    service = start(launcher, tmp_path, env={"KINDGI_PACK_SERVICE_MAX_CONCURRENCY": "2"})
-    connections = [service.connection() for _ in range(3)]
-    for conn in connections:                    # each connection's loop is left a task that never ends
-        assert service.call_tool("forever", {}, conn=conn).json["output"] == {"started": True}
-    assert service.wait_record("pack-tasks-waiting")["message"].startswith(
-        "Async handlers leave tasks running on 2 event loops already")
-    answer = service.call_tool("later", {"path": str(tmp_path / "written"), "seconds": 0}, conn=connections[2])
-    assert answer.json["output"] == {"started": True}, "the connection whose loop stayed can't call again"
-    for conn in connections:
-        conn.close()
-    service.signal(signal.SIGTERM)
-    assert service.wait_exit() == 0
-    assert len(service.records_of("pack-tasks-waiting")) == 1
+def test_pack_code_that_stops_the_loop_does_not_end_it(service, tmp_path):
+    assert service.call_tool("stops", {}).json["output"] == {"stopped": True}
+    record = service.wait_record("pack-task-error", where=lambda r: "SystemExit" in r["message"])
+    assert record["message"].startswith("Async pack code: a task stopped the event loop")
+    answer = service.call_tool("later", {"path": str(tmp_path / "after"), "seconds": 0})
+    assert answer.json["output"] == {"started": True} and wait_file(tmp_path / "after")
+
+
+def test_an_event_loop_pack_code_set_up_at_import_runs_its_async_code(launcher, tmp_path):
+    """What a module opened at import on its main-thread loop (a pool, streams) works in calls."""
+    pack = PackWriter(tmp_path)
+    pack.module("tools/pooled.py", SET_UP_AT_IMPORT)
+    pack.tool("pooled", "tools/pooled.py", version="1.0.0")
+    service = launcher.start(pack.write())
+    for i in range(2):
+        answer = service.call_tool("pooled", {"say": "call-%d" % i})
+        assert answer.json.get("output") == {"heard": "call-%d" % i, "same loop": True}, answer.json

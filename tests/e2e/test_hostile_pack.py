@@ -287,7 +287,7 @@ def test_sync_handler_raising_any_base_exception(service, kind):
 
 @pytest.mark.parametrize("kind", KINDS)
 def test_async_handler_raising_any_base_exception(service, kind):
-    """Raised on the connection thread's event loop; the next async call on that connection still runs."""
+    """Raised on the pack's event loop; the next async call, on the same connection too, still runs."""
     conn = service.connection()
     try:
         response = service.call_tool("araise", {"kind": kind}, conn=conn)
