@@ -394,6 +394,17 @@ class Records:
         finally:
             self.lock.release()
 
+    def after_fork(self):
+        """In a child pack code forked: its records are written at once, under a lock of its own.
+
+        The child has no writer thread, the records waiting are the parent's
+        to write, and the lock may be held by a thread only the parent has.
+        """
+        self.lock = threading.Lock()
+        self.waiting = []
+        self.wake_writer = threading.Event()
+        self.writer = None
+
     def start_writer(self):
         """From now on, records are written in batches by a thread of their own."""
         self.writer = threading.Thread(target=self._write_batches, name="records", daemon=True)
@@ -2837,17 +2848,19 @@ class Lifecycle:
                                "back, so a stop still drains the calls in flight" % ", ".join(taken),
                                event="signals-taken-back", fields={"signals": taken})
 
-    @staticmethod
-    def _in_a_forked_child():
+    def _in_a_forked_child(self):
         """A process pack code forks (``multiprocessing``'s workers) is not the service.
 
         It would share the wake-up pipe: a SIGTERM to the child
         (``Pool.terminate``) would drain the service, and the child would
-        not die of it.  So the child gets the handling of a new interpreter.
+        not die of it.  So the child gets the handling of a new interpreter,
+        and writes its own records.
         """
         signal.set_wakeup_fd(-1)
         signal.signal(signal.SIGTERM, signal.SIG_DFL)
         signal.signal(signal.SIGINT, signal.default_int_handler)
+        if self.records is not None:
+            self.records.after_fork()
 
     def _on_signal(self, signum, frame):
         """On the main thread, so a signal held until take_signals() is seen before serve() says
