@@ -1115,9 +1115,7 @@ class Pack:
                                   "modules must be files inside it" % (json.dumps(entry.module_path),
                                                                        self.root, leads_to))
             module = importlib.import_module(module_name)
-        except BaseException as exc:  # pack code: anything at all can come out of an import
-            if isinstance(exc, KeyboardInterrupt):
-                raise
+        except BaseException as exc:  # pack code: anything at all can come out of an import, KeyboardInterrupt too
             problems.append("%s: %s" % (name, _safe_str(exc) or type(exc).__name__))
             return
         key = (module_name, kind)

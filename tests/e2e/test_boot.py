@@ -279,20 +279,23 @@ def test_every_import_error_is_a_problem(launcher, tmp_path):
     pack.module("tools/value.py", "raise ValueError('bad value at import')\n")
     pack.module("tools/silent.py", "raise RuntimeError()\n")
     pack.module("tools/exits.py", "raise SystemExit('exit at import')\n")
+    pack.module("tools/interrupts.py", "raise KeyboardInterrupt\n")
     pack.module("tools/needs.py", "import surely_not_installed_anywhere_xyz\n")
     pack.module("checks/syntax.py", "def broken(:\n")
     pack.tool("probe.boom", "tools/boom.py")
     pack.tool("value", "tools/value.py")
     pack.tool("silent", "tools/silent.py")
     pack.tool("exits", "tools/exits.py")
+    pack.tool("interrupts", "tools/interrupts.py")
     pack.tool("needs", "tools/needs.py")
     pack.guardrail("syntax-g", "checks/syntax.py", check_id="syntax")
     problems = boot_problems(launcher, pack.write())
-    assert problems[:5] == [
+    assert problems[:6] == [
         "probe.boom: import boom", "value: bad value at import", "silent: RuntimeError",
-        "exits: exit at import", "needs: No module named 'surely_not_installed_anywhere_xyz'"]
-    assert len(problems) == 6
-    assert problems[5].startswith("syntax: ")
+        "exits: exit at import", "interrupts: KeyboardInterrupt",
+        "needs: No module named 'surely_not_installed_anywhere_xyz'"]
+    assert len(problems) == 7
+    assert problems[6].startswith("syntax: ")
 
 
 def test_missing_modules_stop_the_boot_before_imports(launcher, tmp_path):
