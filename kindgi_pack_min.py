@@ -155,6 +155,11 @@ except ImportError:
         from hashlib import sha256
 
 try:
+    import contextvars
+except ImportError:                    # Python 3.6 has no context variables: nothing can leak through them
+    contextvars = None
+
+try:
     from http.server import ThreadingHTTPServer
 except ImportError:                    # Python 3.6 has no ThreadingHTTPServer: the same, composed
     from http.server import HTTPServer
@@ -2209,7 +2214,7 @@ class Call:
         self.pipelined = False       # the caller sent more: its socket can't tell a hang-up
 
     def run(self):
-        return self.target.run(self)
+        return self.service.in_a_fresh_context(self.target.run, self)
 
     def error(self, code, message, cause=None, issues=None):
         """An error answer about this call's tool or check."""
@@ -2429,6 +2434,8 @@ class PackService:
             "tools": tools, "checks": checks, "missingEnv": missing_env})
         self.missing_env_body = _dump_compact_ascii({"error": "missing env", "missingEnv": missing_env}).encode()
         self.call_logger = PackLogger(records, "pack.tool")
+        # Made on the main thread after the imports: the context variables the pack's modules set.
+        self.boot_context = contextvars.copy_context() if contextvars else None
 
     # -- who may call ---------------------------------------------------------
 
@@ -2492,6 +2499,14 @@ class PackService:
 
     def tool_logger(self, fields):
         return self.call_logger.child(fields)
+
+    def in_a_fresh_context(self, run, *args):
+        """``run(*args)`` in a copy of the context the boot left, as each request is on the official
+        service: what one call sets in a ContextVar (the current user, say) is never seen by the
+        next call on the connection's thread, and what a module set at import is seen by all."""
+        if self.boot_context is None:
+            return run(*args)
+        return self.boot_context.copy().run(run, *args)
 
     # -- the event loop of async pack code -------------------------------------------
 

@@ -3,6 +3,7 @@
     python3 bench/run.py                 # the full run (about 4 minutes)
     python3 bench/run.py --quick         # a smoke run (under a minute)
     python3 bench/run.py --only ours,bare --duration 5 --json out.json
+    python3 bench/run.py --scenarios echo,aecho   # some scenarios only
 
 Every target serves the same pack (bench/pack) and all of them run side by
 side in one run: each scenario is measured on every target in turn, so a
@@ -114,8 +115,10 @@ def order_input(items=20):
     }
 
 
+ECHO_INPUT = {"text": "hello", "count": 3, "loud": False}
 BODIES = {
-    "echo": invoke_body("echo", {"text": "hello", "count": 3, "loud": False}),
+    "echo": invoke_body("echo", ECHO_INPUT),
+    "aecho": invoke_body("aecho", ECHO_INPUT),
     "order": invoke_body("order", order_input()),
     "sleep10": invoke_body("sleep10", {"tag": "bench"}),
     "cpu1ms": invoke_body("cpu1ms", {"seed": 7}),
@@ -153,6 +156,7 @@ class Scenario:
 
 SCENARIOS = [
     Scenario("echo", "echo", CONCURRENCY),
+    Scenario("aecho", "aecho", (1, 32)),
     Scenario("echo-close", "echo", CONCURRENCY, keepalive=False),
     Scenario("order", "order", CONCURRENCY),
     Scenario("sleep10", "sleep10", (8, 64)),
@@ -591,6 +595,9 @@ def report_ratios(results, boot, memory, boot_rss):
         r.ratio("echo_rps_vs_bare_c%d" % c, "echo req/s ours / bare, c=%d" % c,
                 r.get("echo", "ours", c, "rps"), r.get("echo", "bare", c, "rps"),
                 ">= 0.60", lambda v: v >= 0.6)
+    for c in (1, 32):   # no goal: what async handlers cost, against the official service's
+        r.ratio("aecho_rps_vs_official_c%d" % c, "aecho req/s ours / official-nodelay, c=%d" % c,
+                r.get("aecho", "ours", c, "rps"), r.get("aecho", "official-nodelay", c, "rps"))
     for tool_id in ("echo", "order"):
         r.ratio("%s_p99_vs_official_c32" % tool_id,
                 "%s p99 ours / official-nodelay, c=32" % tool_id,
@@ -662,6 +669,8 @@ def parse_args(argv):
                         help="seconds spent re-taking disturbed figures (default 60)")
     parser.add_argument("--only", help="comma-separated targets: ours,ours-logwarn,official,"
                                        "official-nodelay,bare (default: all)")
+    parser.add_argument("--scenarios", help="comma-separated scenarios: %s (default: all)"
+                                            % ",".join(s.name for s in SCENARIOS))
     parser.add_argument("--json", help="also write every figure to this file")
     parser.add_argument("--python", metavar="INTERPRETER",
                         help="run ours and the bare server under this Python (default: the one running this)")
@@ -688,6 +697,12 @@ def main(argv=None):
     unknown = names - set(ALL_TARGETS)
     if unknown:
         print("unknown targets: %s (known: %s)" % (", ".join(sorted(unknown)), ", ".join(ALL_TARGETS)))
+        return 2
+    known_scenarios = [s.name for s in SCENARIOS]
+    args.scenarios = args.scenarios.split(",") if args.scenarios else known_scenarios
+    unknown = set(args.scenarios) - set(known_scenarios)
+    if unknown:
+        print("unknown scenarios: %s (known: %s)" % (", ".join(sorted(unknown)), ", ".join(known_scenarios)))
         return 2
     notes = []
     if hasattr(os, "sched_setaffinity") and os.cpu_count() > LOADGEN_CPU:
@@ -743,7 +758,7 @@ def run_all(targets, args, notes, workdir):
         for note in notes:
             print("note:", note)
         print("\n" + HEADER)
-        results = measure_load(targets, SCENARIOS, args)
+        results = measure_load(targets, [s for s in SCENARIOS if s.name in args.scenarios], args)
         print("(cpu%%: service / load generator / other processes, %% of one CPU over the figure;"
               " * disturbed: other > %d%%)" % NOISY)
         for target in targets:

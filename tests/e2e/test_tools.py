@@ -5,12 +5,15 @@ validation with Ajv-shaped issues, sync and async handlers with one or two
 parameters, every ``ToolContext`` field, output that is not JSON, every
 kind of ``BaseException`` from a handler, and the way pack modules import
 (relative imports, folders without ``__init__.py``).  One service, one pack
-with many tools.
+with many tools; and, with a pack of its own, the context variables each call
+starts from.
 """
+
+import subprocess
 
 import pytest
 
-from conftest import PackWriter
+from conftest import PYTHON, PackWriter
 
 MULTI = '''\
 from kindgi import tool
@@ -622,3 +625,47 @@ def test_call_record_of_a_failed_call_is_a_warning(service):
     record = service.wait_record("call", where=lambda r: r.get("toolId") == "throw")
     assert record["level"] == "warn"
     assert record["outcome"] == "handler-throw"
+
+
+# -- context variables ----------------------------------------------------------------------------
+
+CONTEXT_VARS = '''
+import contextvars
+from kindgi import tool
+
+USER = contextvars.ContextVar("user", default="nobody")
+SET_AT_IMPORT = contextvars.ContextVar("set_at_import", default="no")
+SET_AT_IMPORT.set("yes")
+
+
+def swap_user(input):
+    before = USER.get()
+    USER.set(input["user"])
+    return {"before": before, "setAtImport": SET_AT_IMPORT.get()}
+
+
+@tool(description="A test tool.", id="sync-user", input={"type": "object"}, output={})
+def sync_user(input):
+    return swap_user(input)
+
+
+@tool(description="A test tool.", id="async-user", input={"type": "object"}, output={})
+async def async_user(input):
+    return swap_user(input)
+'''
+
+
+def test_each_call_starts_from_the_context_variables_the_imports_set(launcher, tmp_path):
+    """What one call sets in a ContextVar (a library's current user, say) is not seen by the next
+    call on the same connection, and what a module set at import is seen by every call."""
+    if subprocess.run([PYTHON, "-c", "import contextvars"], stderr=subprocess.DEVNULL, timeout=60).returncode:
+        pytest.skip("Python 3.6 has no context variables")
+    pack = PackWriter(tmp_path)
+    pack.module("tools/users.py", CONTEXT_VARS)
+    pack.tool("sync-user", "tools/users.py")
+    pack.tool("async-user", "tools/users.py")
+    service = launcher.start(pack.write())
+    conn = service.connection()
+    outputs = [service.call_tool(tool_id, {"user": "user-%d" % i}, conn=conn).json.get("output")
+               for i, tool_id in enumerate(["sync-user", "sync-user", "async-user", "async-user", "sync-user"])]
+    assert outputs == [{"before": "nobody", "setAtImport": "yes"}] * 5
