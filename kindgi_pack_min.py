@@ -2021,6 +2021,49 @@ async def _guarded(call, awaitable):
         return None, exc
 
 
+def threaded_child_watcher():
+    """Python 3.6 and 3.7: an asyncio child watcher that works for a loop off the main thread.
+
+    Theirs waits for SIGCHLD on a main-thread loop, so an async handler's
+    ``asyncio.create_subprocess_exec`` failed ("the child watcher does not
+    have a loop attached").  This one is 3.8's ThreadedChildWatcher: a
+    thread waits for each child and hands its exit code to the loop.
+    """
+    import asyncio
+
+    class ThreadedChildWatcher(asyncio.AbstractChildWatcher):
+        def add_child_handler(self, pid, callback, *args):
+            threading.Thread(target=self._wait, args=(pid, callback, args), name="child %d" % pid,
+                             daemon=True).start()
+
+        @staticmethod
+        def _wait(pid, callback, args):
+            try:
+                _, status = os.waitpid(pid, 0)
+            except ChildProcessError:   # reaped by someone else: asyncio's own watchers say 255 too
+                returncode = 255
+            else:
+                returncode = -os.WTERMSIG(status) if os.WIFSIGNALED(status) else os.WEXITSTATUS(status)
+            callback(pid, returncode, *args)
+
+        def remove_child_handler(self, pid):
+            return False
+
+        def attach_loop(self, loop):
+            pass
+
+        def close(self):
+            pass
+
+        def __enter__(self):
+            return self
+
+        def __exit__(self, *exc_info):
+            pass
+
+    return ThreadedChildWatcher()
+
+
 def _cancelled_by_us(call, exc):
     """The call's own cancellation stopped its async task: nobody is waiting for an answer."""
     asyncio = sys.modules.get("asyncio")
@@ -2552,6 +2595,8 @@ class PackService:
 
     def _start_event_loop(self, loop):
         loop.set_exception_handler(self.pack_task_failed)
+        if sys.version_info < (3, 8):   # Python 3.6 and 3.7: their child watcher needs a main-thread loop
+            sys.modules["asyncio"].set_child_watcher(threaded_child_watcher())
         threading.Thread(target=self._run_event_loop, args=(loop,), name="event loop", daemon=True).start()
         self.loop = loop
 

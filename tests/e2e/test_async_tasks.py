@@ -5,8 +5,9 @@ module keeps works from every call, whichever connection it comes on; a task
 a handler starts and leaves running finishes after the answer, even when the
 caller's connection is gone; what asyncio reports about such a task (an
 exception nobody retrieved) is a ``pack-task-error`` record, and stderr stays
-JSON lines.  Pack code that stops the loop, or a task that raises SystemExit,
-doesn't end it.  When a module set up an event loop on the main thread at
+JSON lines.  asyncio's child processes work, also on Python 3.6 and 3.7.
+Pack code that stops the loop, or a task that raises SystemExit, doesn't end
+it.  When a module set up an event loop on the main thread at
 import (a pool opened with ``run_until_complete``; before Python 3.10, any
 ``asyncio.Lock()`` made at import takes that loop), that loop is the one.
 """
@@ -22,7 +23,7 @@ import pytest
 from conftest import PackWriter
 
 TASKS = '''
-import asyncio, os
+import asyncio, os, sys
 from kindgi import tool
 
 LOCK = asyncio.Lock()
@@ -70,6 +71,17 @@ async def locked(input, ctx):
     return {"locked": True}
 
 
+@tool(description="A test tool.", input={"type": "object"}, output={}, id="child", version="1.0.0")
+async def child(input, ctx):
+    """A child process, as asyncio runs them: one that answers, one that is killed."""
+    said = await asyncio.create_subprocess_exec(sys.executable, "-c", "print('from the child')",
+                                                stdout=asyncio.subprocess.PIPE)
+    out, _ = await said.communicate()
+    sleeper = await asyncio.create_subprocess_exec(sys.executable, "-c", "import time; time.sleep(30)")
+    sleeper.kill()
+    return {"said": out.decode().strip(), "code": said.returncode, "killed": await sleeper.wait()}
+
+
 @tool(description="A test tool.", input={"type": "object"}, output={}, id="client", version="1.0.0")
 async def client(input, ctx):
     """A connection the module keeps, as a pack keeps an HTTP client or a database pool."""
@@ -104,7 +116,7 @@ async def pooled(input, ctx):
 def service(launcher, tmp_path):
     pack = PackWriter(tmp_path)
     pack.module("tools/tasks.py", TASKS)
-    for tool_id in ("later", "fails", "stops", "locked", "client"):
+    for tool_id in ("later", "fails", "stops", "locked", "client", "child"):
         pack.tool(tool_id, "tools/tasks.py", version="1.0.0")
     return launcher.start(pack.write())
 
@@ -159,6 +171,12 @@ def test_a_client_a_module_keeps_works_from_every_connection(service):
     said = [{"port": port, "say": "call-%d" % i} for i in range(3)]
     for i in range(3):   # one after another, each from a connection of its own
         assert on_connections(service, "client", [said[i]]) == [{"heard": "call-%d" % i}]
+
+
+def test_child_processes_run_from_async_handlers(service):
+    """On Python 3.6 and 3.7 asyncio's own child watcher needs a loop on the main thread."""
+    answer = service.call_tool("child", {}, timeout=20)
+    assert answer.json.get("output") == {"said": "from the child", "code": 0, "killed": -9}, answer.json
 
 
 def test_a_task_left_running_finishes_after_the_answer_and_the_connection(service, tmp_path):
