@@ -216,6 +216,7 @@ MAX_CALLER_TEXT = 1024               # characters of a caller's string in a reco
 RECORD_BATCH_SECONDS = 0.02          # how long a record may wait to be written with others
 MAX_WAITING_RECORDS = 4096           # beyond these, records are written by the thread making them
 MAX_BATCHED_RECORD = 4096            # longer records are written at once
+PIPE_WRITE = 4096                    # a pipe never splits a write this long (PIPE_BUF on Linux; POSIX: 512+)
 JSON_CONTENT_TYPE = "application/json; charset=utf-8"
 TEST_SETTINGS_VAR = "KINDGI_PACK_MIN_TEST"
 
@@ -427,13 +428,23 @@ class Records:
         """Write the records waiting for the writer thread; the caller holds the lock.
 
         Other threads only ever append, so the first ``count`` stay put.
+        Whole records go out in writes of at most PIPE_WRITE bytes: a pipe
+        writes those in one piece, where a longer write to a full pipe goes
+        out in parts, and a line pack code writes to stderr meanwhile would
+        land inside a record.
         """
         waiting = self.waiting
         count = len(waiting)
         if count:
-            batch = b"".join(waiting[:count])
+            batch = waiting[:count]
             del waiting[:count]
-            self._write_all(batch)
+            start = size = 0
+            for end, data in enumerate(batch):
+                if size + len(data) > PIPE_WRITE and size:
+                    self._write_all(b"".join(batch[start:end]))
+                    start, size = end, 0
+                size += len(data)
+            self._write_all(b"".join(batch[start:]))
 
     def _write_all(self, data):
         view = memoryview(data)

@@ -6,6 +6,7 @@ them is checked in a second; the end-to-end tests in tests/e2e prove the whole.
 import io
 import json
 import os
+import socket
 import re
 import sys
 
@@ -206,6 +207,21 @@ def test_a_record_has_its_keys_in_order_and_the_bound_fields_last(pipe_records):
     assert list(first) == ["time", "level", "severity", "subsystem", "message", "traceId", "runId", "event", "kind",
                            "zeta", "packId", "artifactVersion"]
     assert (first["severity"], second["packId"], list(second)[-2:]) == ("WARNING", "own", ["x", "artifactVersion"])
+
+
+def test_a_batch_goes_out_in_writes_a_pipe_never_splits():
+    """Whole records, at most PIPE_WRITE bytes a write (a packet socket keeps each write apart)."""
+    ours, theirs = socket.socketpair(socket.AF_UNIX, socket.SOCK_SEQPACKET)
+    with ours, theirs:
+        records = kpm.Records(ours.fileno())
+        sizes = [100, 3000, 1500, 4096, 10, 20, 4000]
+        records.waiting.extend(b"%s\n" % (b"x" * (size - 1)) for size in sizes)
+        records._write_waiting()
+        ours.shutdown(socket.SHUT_WR)
+        writes = list(iter(lambda: theirs.recv(65536), b""))
+    assert [[len(line) + 1 for line in write.splitlines()] for write in writes] == \
+        [[100, 3000], [1500], [4096], [10, 20, 4000]]
+    assert records.waiting == []
 
 
 def test_records_escape_what_splits_or_drives_a_terminal(pipe_records):

@@ -9,6 +9,7 @@ records, ``KINDGI_LOG_FORMAT=pretty`` writes lines for humans, and what pack
 code prints goes to stdout, line by line, never into an answer.
 """
 
+import fcntl
 import re
 import signal
 import threading
@@ -28,7 +29,7 @@ FULL_CTX = {"tenantId": "tenant-1", "runId": "run-full", "requestId": "req-1", "
             "orgId": "org-1"}
 
 PACK_CODE = '''
-import os, time
+import os, sys, time
 from kindgi import tool, guardrail
 
 @tool(description="A test tool.", input={"type": "object"}, output={}, id="echo", version="1.0.0")
@@ -58,6 +59,12 @@ def printer(input, ctx):
         time.sleep(0.02)
     return {"printed": True}
 
+@tool(description="A test tool.", input={"type": "object"}, output={}, id="to-stderr", version="1.0.0")
+def to_stderr(input, ctx):
+    """What a pack's own logging does by default: a plain line on stderr."""
+    sys.stderr.write(input["line"] + "\\n")
+    return {}
+
 @guardrail(id="g", on_violation="block")
 def g(config, trace):
     return True
@@ -68,7 +75,7 @@ def g(config, trace):
 def pack_index(tmp_path_factory):
     pack = PackWriter(tmp_path_factory.mktemp("records"))
     pack.module("tools/code.py", PACK_CODE)
-    for tool_id in ("echo", "chatty", "big", "boom", "printer"):
+    for tool_id in ("echo", "chatty", "big", "boom", "printer", "to-stderr"):
         pack.tool(tool_id, "tools/code.py", version="1.0.0")
     pack.guardrail("g", "tools/code.py")
     return pack.write()
@@ -211,6 +218,33 @@ def test_long_and_short_records_written_at_once_never_mix(service):
     assert sorted(blobs) == [mark * size for mark in "abcdefgh"]
     assert len(calls) == 240
     assert len(service.records) == len(service.raw_stderr), "a line is not a JSON record"
+
+
+def test_lines_pack_code_writes_to_stderr_never_land_inside_a_record(launcher, pack_index):
+    """Batches of records are written in pieces a pipe never splits: a batch in one write, on a
+    pipe that is full, went out in parts, and a line pack code wrote meanwhile landed between them."""
+    own = launcher.start(pack_index)
+    fcntl.fcntl(own.proc.stderr.fileno(), getattr(fcntl, "F_SETPIPE_SZ", 1031), 4096)   # fills at once
+    line = "pack code wrote this line to stderr " + "x" * 200
+    errors = []
+
+    def calls(n):
+        conn = own.connection()
+        for i in range(n):
+            if own.call_tool("to-stderr", {"line": line}, conn=conn).status != 200:
+                errors.append(i)
+
+    threads = [threading.Thread(target=calls, args=(150,)) for _ in range(4)]
+    for thread in threads:
+        thread.start()
+    for thread in threads:
+        thread.join(60)
+    assert errors == [] and not any(thread.is_alive() for thread in threads)
+    own.signal(signal.SIGTERM)
+    assert own.wait_exit(10) == 0
+    broken = [text for text in own.raw_stderr if text != line and not text.startswith('{"time"')]
+    assert broken == [] and own.raw_stderr.count(line) == 600
+    assert len(own.records_of("call")) == 600
 
 
 def test_records_written_in_batches_still_come_before_draining_and_stopped(launcher, pack_index):
