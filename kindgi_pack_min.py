@@ -1272,16 +1272,23 @@ def parse_head(lines):
     request.path = target.split("?", 1)[0]
     request.headers = headers = {}
     lengths = set()
+    hosts = 0
     for line in lines[1:]:
         name, value = field_line(line)
         if name == "content-length":
             lengths.add(value)
+        elif name == "host":
+            hosts += 1
         headers[name] = headers[name] + ", " + value if name in headers else value
-    return _framing(request, lengths)
+    _framing(request, lengths)
+    if hosts > 1 or (hosts == 0 and version == "HTTP/1.1"):   # RFC 9112 section 3.2: a MUST
+        raise HttpError(400, "More than one Host header" if hosts else "Missing Host header")
+    return request
 
 
 def _framing(request, lengths):
-    """Decide how the body is delimited, refusing anything a proxy could read differently."""
+    """Decide how the body is delimited and whether the connection stays open, refusing anything
+    a proxy could read differently."""
     headers = request.headers
     coding = headers.get("transfer-encoding")
     if coding is not None and lengths:
@@ -1302,7 +1309,6 @@ def _framing(request, lengths):
         request.keep_alive = "close" not in connection
     else:
         request.keep_alive = "keep-alive" in connection
-    return request
 
 
 def read_chunked(rfile, take):

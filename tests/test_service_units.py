@@ -52,7 +52,7 @@ def test_the_first_byte_is_reported_once_a_head_begins():
     seen = []
     assert kpm.read_request_head(reader(b""), lambda: seen.append(1)) is None
     assert seen == []
-    kpm.read_request_head(reader(b"GET / HTTP/1.1\r\n\r\n"), lambda: seen.append(1))
+    kpm.read_request_head(reader(b"GET / HTTP/1.1\r\nHost: a\r\n\r\n"), lambda: seen.append(1))
     assert seen == [1]
 
 
@@ -73,6 +73,9 @@ def test_the_first_byte_is_reported_once_a_head_begins():
     (b"POST / HTTP/1.1\r\ncontent-length: \xd9\xa1\r\n\r\n", 400, "Malformed Content-Length"),
     (b"POST / HTTP/1.1\r\ntransfer-encoding: gzip\r\n\r\n", 501, "Unsupported Transfer-Encoding"),
     (b"POST / HTTP/1.0\r\ntransfer-encoding: chunked\r\n\r\n", 400, "Unsupported Transfer-Encoding"),
+    (b"GET / HTTP/1.1\r\nConnection: close\r\n\r\n", 400, "Missing Host header"),
+    (b"GET / HTTP/1.1\r\nHost: a\r\nhost: b\r\n\r\n", 400, "More than one Host header"),
+    (b"GET / HTTP/1.0\r\nHost: a\r\nHost: a\r\n\r\n", 400, "More than one Host header"),
 ])
 def test_a_bad_head_is_refused_with_its_reason(data, status, message):
     with pytest.raises(kpm.HttpError) as caught:
@@ -80,8 +83,13 @@ def test_a_bad_head_is_refused_with_its_reason(data, status, message):
     assert (caught.value.status, caught.value.message) == (status, message)
 
 
+def test_an_http10_request_needs_no_host():
+    assert head(b"GET / HTTP/1.0\r\n\r\n").headers == {}
+
+
 def test_keep_alive_follows_the_version_and_the_connection_header():
-    assert head(b"GET / HTTP/1.1\r\nConnection: close\r\n\r\n").keep_alive is False
+    assert head(b"GET / HTTP/1.1\r\nHost: a\r\n\r\n").keep_alive is True
+    assert head(b"GET / HTTP/1.1\r\nHost: a\r\nConnection: close\r\n\r\n").keep_alive is False
     assert head(b"GET / HTTP/1.0\r\n\r\n").keep_alive is False
     assert head(b"GET / HTTP/1.0\r\nConnection: keep-alive\r\n\r\n").keep_alive is True
 

@@ -187,8 +187,18 @@ def test_one_header_repeated_until_the_head_limit(service):
 
 
 def test_blank_lines_before_a_request_are_tolerated(service):
-    answers, _ = answers_to(service, b"\r\n\r\nGET /healthz HTTP/1.1\r\n\r\n")
+    answers, _ = answers_to(service, b"\r\n\r\nGET /healthz HTTP/1.1\r\nHost: a\r\n\r\n")
     assert [a.status for a in answers] == [200]
+
+
+@pytest.mark.parametrize("head, message", [
+    (b"GET /healthz HTTP/1.1\r\n\r\n", "Missing Host header"),
+    (b"GET /healthz HTTP/1.1\r\nHost: a\r\nHost: b\r\n\r\n", "More than one Host header"),
+])
+def test_an_http11_request_needs_exactly_one_host(service, head, message):
+    """RFC 9112 section 3.2: 400 for a missing Host, or more than one (a proxy may route by either)."""
+    answer = refused_and_closed(service, head + b"GET /healthz HTTP/1.1\r\nHost: a\r\n\r\n", 400)
+    assert answer.json() == {"error": message}
 
 
 def test_http10_closes_unless_asked(service):
@@ -197,7 +207,7 @@ def test_http10_closes_unless_asked(service):
 
 
 def test_bad_token_bytes_are_401(service):
-    data = b"GET /v1/info HTTP/1.1\r\nkindgi-pack-token: t\xe9st\xff\r\n\r\n"
+    data = b"GET /v1/info HTTP/1.1\r\nHost: a\r\nkindgi-pack-token: t\xe9st\xff\r\n\r\n"
     answers, _ = answers_to(service, data)
     assert [a.status for a in answers] == [401]
 
