@@ -115,7 +115,7 @@ import time
 import types
 import warnings
 from array import array               # socket's own import: for a struct timeval
-from collections.abc import Mapping, MutableMapping
+from collections.abc import Iterator, Mapping, MutableMapping
 
 
 def _import_http_server():
@@ -1908,6 +1908,83 @@ def validation_failed(call, code, message, validator, value):
     return call.error(code, message, issues=issues)
 
 
+def to_jsonable(value):
+    """The JSON form the SDK gives a value the json module can't write, or TypeError.
+
+    As pydantic's ``to_jsonable_python``, which the SDK's service applies to
+    what a handler returns (a dict from a database row, say): datetimes,
+    dates and times in ISO 8601 (UTC as ``Z``), durations as ISO 8601
+    durations, Decimal, UUID, Fraction, complex and IP addresses as their
+    text, an Enum as its value, bytes as UTF-8 text, sets, deques and
+    iterators as lists, a dataclass as a dict of its fields, a pydantic model
+    as its JSON-mode dump.  Anything else (a path, a range, an object) is
+    not JSON, there too.  Only values are converted, not dict keys.
+    """
+    if isinstance(value, (set, frozenset, Iterator)) or _is_a(value, "collections", "deque"):
+        return list(value)
+    if isinstance(value, (bytes, bytearray)):
+        return value.decode("utf-8")
+    datetime = sys.modules.get("datetime")
+    if datetime is not None:
+        if isinstance(value, (datetime.datetime, datetime.time)):
+            offset = value.utcoffset()
+            text = value.replace(tzinfo=None).isoformat()
+            if offset is None:
+                return text
+            seconds = int(offset.total_seconds())   # pydantic drops an offset's seconds
+            return text + ("Z" if not offset else "%s%02d:%02d" % (
+                "-" if seconds < 0 else "+", abs(seconds) // 3600, abs(seconds) // 60 % 60))
+        if isinstance(value, datetime.date):
+            return value.isoformat()
+        if isinstance(value, datetime.timedelta):
+            return _iso_duration(value)
+    enum = sys.modules.get("enum")
+    if enum is not None and isinstance(value, enum.Enum):
+        return value.value
+    if isinstance(value, complex) or any(_is_a(value, module, name) for module, name in _JSONABLE_AS_TEXT):
+        return str(value)
+    if isinstance(value, REGEX):
+        return value.pattern
+    dataclasses = sys.modules.get("dataclasses")
+    if dataclasses is not None and dataclasses.is_dataclass(value) and not isinstance(value, type):
+        return {field.name: getattr(value, field.name) for field in dataclasses.fields(value)}
+    if callable(getattr(value, "model_dump", None)):
+        return value.model_dump(mode="json", by_alias=True)
+    raise TypeError("%s is not JSON" % type(value).__name__)
+
+
+_JSONABLE_AS_TEXT = (("decimal", "Decimal"), ("uuid", "UUID"), ("fractions", "Fraction"),
+                     ("ipaddress", "_BaseAddress"), ("ipaddress", "_BaseNetwork"), ("pathlib", "Path"))
+REGEX = type(re.compile(""))   # re.Pattern, which Python 3.6 doesn't name
+
+
+def _is_a(value, module, name):
+    """``value`` is an instance of ``module.name``; False when nothing imported that module."""
+    loaded = sys.modules.get(module)
+    return loaded is not None and isinstance(value, getattr(loaded, name))
+
+
+def _iso_duration(delta):
+    """A timedelta as pydantic writes it: ``P1Y35DT1H2M3.5S``, a year being 365 days."""
+    sign = "-" if delta.days < 0 else ""
+    delta = abs(delta)
+    years, days = divmod(delta.days, 365)
+    hours, rest = divmod(delta.seconds, 3600)
+    minutes, seconds = divmod(rest, 60)
+    date = ("%dY" % years if years else "") + ("%dD" % days if days else "")
+    second = ("%d.%06d" % (seconds, delta.microseconds)).rstrip("0") if delta.microseconds else \
+        ("%d" % seconds if seconds else "")
+    time = ("%dH" % hours if hours else "") + ("%dM" % minutes if minutes else "") + \
+        ("%sS" % second if second else "")
+    if not date and not time:
+        return "PT0S"
+    return "%sP%s%s" % (sign, date, "T" + time if time else "")
+
+
+_dump_pack_value = json.JSONEncoder(ensure_ascii=False, separators=(",", ":"), allow_nan=False,
+                                    default=to_jsonable).encode
+
+
 def json_issues(value):
     """Where a value stops being JSON: an Ajv-shaped issue per offending place.
 
@@ -1952,7 +2029,10 @@ def json_issues(value):
                                               "must have a string key, not %s" % type(key).__name__))
                 stack.append((child, (place, key)))
         else:
-            issues.append(_json_issue(place, "must be JSON, not %s" % type(item).__name__))
+            try:
+                stack.append((to_jsonable(item), place))
+            except BaseException:  # pack code: a model's dump, an iterator, can raise anything
+                issues.append(_json_issue(place, "must be JSON, not %s" % type(item).__name__))
     return issues
 
 
@@ -1969,9 +2049,10 @@ def _json_issue(place, message):
 
 
 def to_json_text(value):
-    """``(text, None)`` for a JSON-able value, else ``(None, issues)``."""
+    """``(text, None)`` for a value pack code returned, converted by ``to_jsonable`` where the SDK
+    converts, else ``(None, issues)``."""
     try:
-        return _dump_compact(value), None
+        return _dump_pack_value(value), None
     except BaseException:  # pack objects can raise anything while they are read, SystemExit too
         issues = json_issues(value)
         if not issues:

@@ -3,12 +3,21 @@ configuration, the token check, the index.  Each runs in microseconds, so a chan
 them is checked in a second; the end-to-end tests in tests/e2e prove the whole.
 """
 
+import collections
+import dataclasses
+import datetime
+import decimal
+import enum
+import fractions
 import io
+import ipaddress
 import json
 import os
-import socket
+import pathlib
 import re
+import socket
 import sys
+import uuid
 
 import pytest
 
@@ -189,6 +198,56 @@ def test_the_parse_cost_grows_with_what_json_makes_of_the_text():
 def test_answers_are_utf8_even_with_lone_surrogates():
     assert kpm.dump_json({"a": "\ud800\u00e9"}) == b'{"a":"\\ud800\\u00e9"}'
     assert kpm.dump_json({"a": "\u00e9"}) == '{"a":"\u00e9"}'.encode()
+
+
+# -- what pack code returns ------------------------------------------------------
+
+class Shade(enum.Enum):
+    DAY = datetime.date(2026, 1, 1)
+
+
+@dataclasses.dataclass
+class Spot:
+    x: int
+    when: datetime.time
+
+
+class Dumps:
+    def model_dump(self, mode, by_alias):
+        return {"mode": mode, "byAlias": by_alias}
+
+
+@pytest.mark.parametrize("value, text", [
+    (Shade.DAY, '"2026-01-01"'),
+    (Spot(1, datetime.time(1, 2, tzinfo=datetime.timezone(datetime.timedelta(hours=5, minutes=30)))),
+     '{"x":1,"when":"01:02:00+05:30"}'),
+    (collections.deque([fractions.Fraction(1, 3), 2j]), '["1/3","2j"]'),
+    (iter([ipaddress.ip_address("::1"), re.compile("a+")]), '["::1","a+"]'),
+    (pathlib.Path("/srv/x"), '"/srv/x"'),
+    ({"nested": [Dumps()]}, '{"nested":[{"mode":"json","byAlias":true}]}'),
+    (datetime.timedelta(days=-1, seconds=1), '"-PT23H59M59S"'),
+    (datetime.timedelta(0), '"PT0S"'),
+    (datetime.timedelta(days=730, microseconds=10), '"P2YT0.00001S"'),
+])
+def test_what_the_sdk_converts_is_written_as_it_writes_it(value, text):
+    assert kpm.to_json_text(value) == (text, None)
+
+
+@pytest.mark.parametrize("value", [range(3), {}.keys(), object(), pathlib.PurePosixPath("/x"), b"\xff", Spot])
+def test_what_the_sdk_doesnt_convert_is_not_json(value):
+    with pytest.raises((TypeError, ValueError)):
+        kpm.to_jsonable(value)
+
+
+def test_only_what_cant_be_converted_is_an_issue():
+    text, issues = kpm.to_json_text({"ok": [datetime.date(2026, 1, 1), {object()}], "also": uuid.UUID(int=1)})
+    assert text is None
+    assert [(i["instancePath"], i["message"]) for i in issues] == [("/ok/1/0", "must be JSON, not object")]
+
+
+def test_a_dict_check_result_is_converted_when_written():
+    wire = kpm.normalise_check_result({"passed": True, "at": decimal.Decimal("2.50")})
+    assert kpm.to_json_text(wire) == ('{"passed":true,"at":"2.50"}', None)
 
 
 # -- records -------------------------------------------------------------------

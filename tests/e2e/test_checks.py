@@ -11,7 +11,7 @@ import pytest
 from conftest import PackWriter
 
 CHECKS = '''\
-import asyncio
+import asyncio, datetime
 from typing import Any
 from kindgi import guardrail, CheckResult, RunTrace
 
@@ -70,6 +70,8 @@ def returns(config, trace):
         return CheckResult(passed=True, score=0.5, labels=["a"])
     if kind == "leaving-attributes":
         return {"passed": True, "attributes": LeavingMapping(a=1)}
+    if kind == "dated":
+        return {"passed": True, "attributes": {"at": datetime.date(2026, 1, 2), "tags": {"one"}}}
     return config["value"]
 
 @guardrail(id="boom", on_violation="block")
@@ -301,6 +303,11 @@ def test_other_results_are_refused_with_their_type(service, value, type_name):
         "output-validation-failed",
         'Check "returns" returned %s; a check returns a CheckResult, a dict with a boolean `passed`, or a bool'
         % type_name, "returns")
+
+
+def test_a_dict_result_is_converted_as_the_sdk_converts_it(service):
+    assert result_of(service, "returns", config={"kind": "dated"}) == {
+        "passed": True, "attributes": {"at": "2026-01-02", "tags": ["one"]}}
 
 
 def test_a_result_whose_to_wire_raises_is_an_answer_not_a_500(service):

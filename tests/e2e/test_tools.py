@@ -148,15 +148,15 @@ class LeavingMapping(dict):
 SHARED = {"x": 1}
 
 OUTPUTS = {
-    "set": lambda: {"ok": 1, "s": {1, 2}},
+    "set": lambda: {"ok": 1, "s": {Thing()}},
     "nan": lambda: {"values": [1.0, float("nan")]},
     "inf": lambda: {"deep": {"x": [1, {"y": float("inf")}]}},
     "circular": circular,
     "circular-list": circular_list,
     "object": lambda: {"obj": Thing()},
     "root-object": lambda: Thing(),
-    "bytes": lambda: {"b": b"raw"},
-    "slash-key": lambda: {"a/b": {"c~d": {1}}},
+    "bytes": lambda: {"b": b"raw \\xff"},
+    "slash-key": lambda: {"a/b": {"c~d": Thing()}},
     "shared": lambda: {"one": SHARED, "two": SHARED, "three": [SHARED, SHARED]},
     "raising-mapping": lambda: {"m": RaisingMapping(a=1)},
     "leaving-mapping": lambda: {"list": [LeavingMapping(a=1)]},
@@ -165,6 +165,34 @@ OUTPUTS = {
 @tool(description="A test tool.", id="not-json", input={"type": "object"}, output={})
 def not_json(input):
     return OUTPUTS[input["kind"]]()
+'''
+
+CONVERTED = '''\
+import datetime, decimal, enum, uuid
+from kindgi import tool
+
+class Color(enum.Enum):
+    RED = "red"
+
+UTC = datetime.timezone.utc
+
+@tool(description="A test tool.", id="converted", input={"type": "object"}, output={})
+def converted(input):
+    return {
+        "at": datetime.datetime(2026, 1, 2, 3, 4, 5, 120000, tzinfo=UTC),
+        "local": datetime.datetime(2026, 1, 2, 3, 4, 5, tzinfo=datetime.timezone(datetime.timedelta(hours=-5))),
+        "naive": datetime.datetime(2026, 1, 2, 3, 4, 5),
+        "day": datetime.date(2026, 1, 2),
+        "time": datetime.time(3, 4, 5, tzinfo=UTC),
+        "took": datetime.timedelta(days=400, seconds=5400.5),
+        "back": datetime.timedelta(seconds=-1),
+        "price": decimal.Decimal("1.50"),
+        "id": uuid.UUID(int=5),
+        "color": Color.RED,
+        "tags": {"only"},
+        "raw": b"bytes",
+        "rows": (n * n for n in range(3)),
+    }
 '''
 
 THROWS = '''\
@@ -266,6 +294,7 @@ def service(module_launcher, tmp_path_factory):
     pack.module("tools/basic.py", BASIC)
     pack.module("tools/context.py", CONTEXT)
     pack.module("tools/not_json.py", NOT_JSON)
+    pack.module("tools/converted.py", CONVERTED)
     pack.module("tools/throws.py", THROWS)
     pack.module("tools/sub/relative.py", RELATIVE)
     pack.module("tools/sub/helpers.py", HELPERS)
@@ -287,6 +316,7 @@ def service(module_launcher, tmp_path_factory):
     pack.tool("bad-output", "tools/basic.py", output=STRICT_OUTPUT)
     pack.tool("context", "tools/context.py")
     pack.tool("not-json", "tools/not_json.py", output={"type": "object"})
+    pack.tool("converted", "tools/converted.py")
     pack.tool("throw", "tools/throws.py")
     pack.tool("async-throw", "tools/throws.py")
     pack.tool("relative", "tools/sub/relative.py")
@@ -534,7 +564,7 @@ def test_context_with_only_the_required_fields(service):
 # -- output that is not JSON ---------------------------------------------------------------------
 
 @pytest.mark.parametrize("kind,path", [
-    ("set", "/s"), ("nan", "/values/1"), ("inf", "/deep/x/1/y"), ("circular", "/self"),
+    ("set", "/s/0"), ("nan", "/values/1"), ("inf", "/deep/x/1/y"), ("circular", "/self"),
     ("circular-list", "/items/1"), ("object", "/obj"), ("root-object", ""), ("bytes", "/b"),
     ("slash-key", "/a~1b/c~0d"), ("raising-mapping", "/m"), ("leaving-mapping", "/list/0"),
 ])
@@ -548,6 +578,16 @@ def test_output_that_is_not_json(service, kind, path):
     for issue in answer["issues"]:
         assert set(issue) >= {"instancePath", "message"}
         assert isinstance(issue["message"], str) and issue["message"]
+
+
+def test_values_the_sdk_converts_are_converted_as_it_does(service):
+    """What pydantic's to_jsonable_python makes of them, as on the official service."""
+    assert output_of(service, "converted") == {
+        "at": "2026-01-02T03:04:05.120000Z", "local": "2026-01-02T03:04:05-05:00",
+        "naive": "2026-01-02T03:04:05", "day": "2026-01-02", "time": "03:04:05Z",
+        "took": "P1Y35DT1H30M0.5S", "back": "-PT1S", "price": "1.50",
+        "id": "00000000-0000-0000-0000-000000000005", "color": "red",
+        "tags": ["only"], "raw": "bytes", "rows": [0, 1, 4]}
 
 
 def test_shared_values_are_not_circular(service):
