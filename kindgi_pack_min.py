@@ -2053,10 +2053,10 @@ def to_json_text(value):
     converts, else ``(None, issues)``."""
     try:
         return _dump_pack_value(value), None
-    except BaseException:  # pack objects can raise anything while they are read, SystemExit too
+    except BaseException as exc:  # pack objects can raise anything while they are read, SystemExit too
         issues = json_issues(value)
-        if not issues:
-            issues = [_json_issue(None, "must be nested less deeply to be written as JSON")]
+        if not issues:   # nested too deeply for the encoder, or an iterator that raised and is spent now
+            issues = [_json_issue(None, "could not be written as JSON: %s: %s" % (type(exc).__name__, _safe_str(exc)))]
         return None, issues
 
 

@@ -128,15 +128,16 @@ def deep(n):
 OUTPUTS = {
     "huge": lambda: {"s": "x" * (20 * 1024 * 1024)},
     "circular": circular,
-    "set": lambda: {"s": {1, 2}},
-    "bytes": lambda: {"b": b"x"},
+    "set": lambda: {"s": {object()}},
+    "bytes": lambda: {"b": b"\\xff"},
     "object": lambda: {"o": object()},
     "nan": lambda: {"n": float("nan")},
     "inf": lambda: [float("inf")],
     "tuple-key": lambda: {(1, 2): 3},
     "deep": lambda: deep(100000),
     "items-raise": lambda: ItemsRaise(a=1),
-    "generator": lambda: (i for i in range(3)),
+    "generator": lambda: (object() for i in range(3)),
+    "raising-generator": lambda: {"g": (1 // i for i in (1, 0))},
     "bigint": lambda: {"n": 10 ** 5000},
 }
 
@@ -215,7 +216,7 @@ ODD = {
     "int": lambda: 1, "str": lambda: "yes", "none": lambda: None, "list": lambda: [True],
     "no-passed": lambda: {"reason": "x"}, "passed-str": lambda: {"passed": "yes"},
     "passed-int": lambda: {"passed": 1}, "wire-raises": WireRaises, "getattr-raises": GetattrRaises,
-    "bad-mapping": lambda: BadMapping(passed=True), "not-json": lambda: {"passed": True, "s": {1}},
+    "bad-mapping": lambda: BadMapping(passed=True), "not-json": lambda: {"passed": True, "s": {object()}},
     "float-nan": lambda: float("nan"),
 }
 
@@ -327,7 +328,7 @@ def test_huge_output_is_answered_whole(service):
 
 
 @pytest.mark.parametrize("kind", ["circular", "set", "bytes", "object", "nan", "inf", "tuple-key", "deep",
-                                  "items-raise", "generator", "bigint"])
+                                  "items-raise", "generator", "raising-generator", "bigint"])
 def test_output_that_is_not_json(service, kind):
     message = error_of(service.call_tool("output", {"kind": kind}, timeout=60), "output-validation-failed")
     assert message["message"].startswith('Tool "output" handler produced output that is not JSON')

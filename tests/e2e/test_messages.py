@@ -36,7 +36,7 @@ def bad_out(input):
 
 @tool(description="A test tool.", id="not-json", input={"type": "object"}, output={})
 def not_json(input):
-    return {"s": {1, 2}}
+    return {"s": {object()}}
 
 @tool(description="A test tool.", id="boom", input={"type": "object"}, output={})
 def boom(input):
