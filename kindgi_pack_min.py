@@ -252,7 +252,8 @@ class Limits:
 LEVELS = ("error", "warn", "info", "debug", "trace")
 SEVERITY = {"error": "ERROR", "warn": "WARNING", "info": "INFO", "debug": "DEBUG", "trace": "DEBUG"}
 CORRELATION_KEYS = ("traceId", "spanId", "requestId", "tenantId", "projectId", "orgId", "runId", "toolId")
-OWN_KEYS = frozenset(("time", "level", "severity", "subsystem", "message", "event", "kind") + CORRELATION_KEYS)
+# Names a pack's field can't take in its record: they go under "fields" instead.
+RESERVED_KEYS = ("time", "level", "severity", "subsystem", "message", "event", "kind", "inMessage")
 SECRET_KEY = re.compile(
     r"token|secret|passw|authorization|api[-_]?key|cookie|credential|private[-_]?key|session", re.I)
 # Characters that line splitters or terminals act on: C1 controls (U+0085 is NEL), the
@@ -261,19 +262,34 @@ LINE_BREAKING = re.compile("[\x80-\x9f\u2028\u2029]")
 UNPRINTABLE = re.compile("[\x00-\x1f\x7f-\x9f\u2028\u2029]")
 
 
-def _redact(value, token=None, depth=0):
-    """A copy of a record field from pack code: secret-looking keys' values, and strings that
-    are exactly the service token, replaced by ``[redacted]``."""
+def _redact(value, token=None, with_stack=False, depth=0):
+    """A copy of a record field from pack code, as the SDK's logger writes it.
+
+    Secret-looking keys' values, and strings that are exactly the service
+    token, become ``[redacted]``; an exception becomes its name and message
+    (with its stack ``with_stack``), a datetime its ISO 8601 time to the
+    millisecond, any other object its ``str()``.
+    """
     if isinstance(value, str):
         return "[redacted]" if token is not None and token.is_token(value) else value
+    if value is None or isinstance(value, (bool, int, float)):
+        return value
     if depth > 20:
         return "[deep]"
     if isinstance(value, Mapping):
-        return {str(k): "[redacted]" if SECRET_KEY.search(str(k)) else _redact(v, token, depth + 1)
+        return {str(k): "[redacted]" if SECRET_KEY.search(str(k)) else _redact(v, token, with_stack, depth + 1)
                 for k, v in value.items()}
     if isinstance(value, (list, tuple)):
-        return [_redact(v, token, depth + 1) for v in value]
-    return value
+        return [_redact(v, token, with_stack, depth + 1) for v in value]
+    if isinstance(value, BaseException):
+        error = {"name": type(value).__name__, "message": _safe_str(value)}
+        if with_stack:
+            error["stack"] = format_stack(value)
+        return _redact(error, token)
+    datetime = sys.modules.get("datetime")
+    if datetime is not None and isinstance(value, datetime.datetime):
+        return value.isoformat(timespec="milliseconds").replace("+00:00", "Z")
+    return _redact(_safe_str(value), token)
 
 
 def _escape_char(match):
@@ -349,7 +365,7 @@ class Records:
             record["event"] = record["kind"] = event
         if fields:
             for key, value in fields.items():
-                if key not in OWN_KEYS:
+                if key not in record:   # the correlation ids are in already
                     record[key] = value
         for key, value in self.bound.items():
             if key not in record:
@@ -456,11 +472,25 @@ class Records:
 
 
 def _log_at(level):
-    """PackLogger's method for one level: ``log(message, fields=None, *, in_message=None, **kw)``."""
-    def log(self, message, fields=None, *, in_message=None, **kw):
-        self._log(level, message, fields, in_message, **kw)
+    """PackLogger's method for one level: ``log(message, fields=None, /, *, in_message=None, **kw)``."""
+    def log(*args, in_message=None, **kw):
+        logger, message, fields = _log_arguments(level, args)
+        logger._log(level, message, fields, in_message, kw)
     log.__name__, log.__qualname__ = level, "PackLogger." + level
     return log
+
+
+def _log_arguments(name, args):
+    """``(logger, message, fields)`` from a log method's positional arguments.
+
+    ``message`` and ``fields`` are positional-only, as in the SDK, so that a
+    field may be called anything (``level``, ``message``, ``self``).  Python
+    3.6 and 3.7 have no ``/``: ``*args`` stands for it.
+    """
+    if not 2 <= len(args) <= 3:
+        raise TypeError("%s() takes a message and an optional dict of fields (%d positional arguments given)"
+                        % (name, len(args) - 1))
+    return args[0], args[1], args[2] if len(args) == 3 else None
 
 
 class PackLogger:
@@ -475,17 +505,20 @@ class PackLogger:
         self._subsystem = subsystem
         self._bindings = dict(bindings or {})
 
-    def _log(self, level, message, fields=None, in_message=None, **kw):
+    def _log(self, level, message, fields, in_message, kw):
         if not self._records.enabled(level, self._subsystem):
             return
         merged = dict(self._bindings)
         merged.update(fields or {})
         merged.update(kw)
+        reserved = {key: merged.pop(key) for key in RESERVED_KEYS if key in merged}
+        if reserved:   # kept, but where they can't pass for the record's own (a `listening` of pack code's)
+            merged["fields"] = reserved
         if in_message:
             merged["inMessage"] = list(in_message)
         token = self._records.token
         self._records.write(level, _redact(str(message), token), subsystem=self._subsystem,
-                            fields=_redact(merged, token))
+                            fields=_redact(merged, token, with_stack=level == "error"))
 
     error, warn, info, debug, trace = (_log_at(level) for level in LEVELS)
     warning = warn
@@ -2575,6 +2608,8 @@ class PackService:
             "tools": tools, "checks": checks, "missingEnv": missing_env})
         self.missing_env_body = _dump_compact_ascii({"error": "missing env", "missingEnv": missing_env}).encode()
         self.call_logger = PackLogger(records, "pack.tool")
+        self.call_log_bindings = {"packId": index.pack_id, "artifactVersion": index.artifact_version,
+                                  "target": "tool"}
         # Made on the main thread after the imports: the context variables the pack's modules set.
         self.boot_context = contextvars.copy_context() if contextvars else None
 
@@ -2639,7 +2674,10 @@ class PackService:
         return value
 
     def tool_logger(self, fields):
-        return self.call_logger.child(fields)
+        """``ctx.log``: the call's ids, then the pack's and ``target``, in every record, as the SDK's."""
+        bindings = dict(fields)
+        bindings.update(self.call_log_bindings)
+        return self.call_logger.child(bindings)
 
     def in_a_fresh_context(self, run, *args):
         """``run(*args)`` in a copy of the context the boot left, as each request is on the official
@@ -3312,8 +3350,9 @@ class CallCancelled(Exception):
 class NoopLogger:
     """A logger with the SDK's surface that writes nothing."""
 
-    def _log(self, message, fields=None, *, in_message=None, **kw):
+    def _log(*args, in_message=None, **kw):
         """Drop the record."""
+        _log_arguments("log", args)
 
     error = warn = info = debug = trace = _log
 

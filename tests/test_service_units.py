@@ -329,6 +329,20 @@ def test_pack_code_fields_lose_secret_keys_and_the_token(pipe_records):
         "[redacted]", "[redacted]", "[redacted]", ["[redacted]", "ok"], "s3cret-token and more")
 
 
+def test_a_log_call_takes_a_message_and_fields_by_position_and_any_name_by_keyword(pipe_records):
+    make, lines = pipe_records
+    records = make()
+    logger = kpm.PackLogger(records, "pack.tool")
+    for bad in [(), ("m", {}, {})]:
+        with pytest.raises(TypeError, match=r"info\(\) takes a message and an optional dict of fields"):
+            logger.info(*bad)
+    logger.info("m", {"a": 1}, level="l", message="n", self="s", in_message=["a"])
+    kpm.NoopLogger().info("m", level="l", message="n", self="s")
+    record = json.loads(lines(records)[0])
+    assert (record["a"], record["self"], record["fields"], record["inMessage"]) == (
+        1, "s", {"level": "l", "message": "n"}, ["a"])
+
+
 # -- configuration -------------------------------------------------------------
 
 def test_every_configuration_problem_at_once():

@@ -29,7 +29,7 @@ FULL_CTX = {"tenantId": "tenant-1", "runId": "run-full", "requestId": "req-1", "
             "orgId": "org-1"}
 
 PACK_CODE = '''
-import os, sys, time
+import datetime, decimal, os, sys, time
 from kindgi import tool, guardrail
 
 @tool(description="A test tool.", input={"type": "object"}, output={}, id="echo", version="1.0.0")
@@ -39,6 +39,17 @@ def echo(input, ctx):
 @tool(description="A test tool.", input={"type": "object"}, output={}, id="chatty", version="1.0.0")
 def chatty(input, ctx):
     ctx.log.info("pack code says hello", {"zeta": 1}, alpha=2)
+    return {}
+
+@tool(description="A test tool.", input={"type": "object"}, output={}, id="structured", version="1.0.0")
+def structured(input, ctx):
+    try:
+        raise ValueError("it broke")
+    except ValueError as exc:
+        ctx.log.error("failed", err=exc, at=datetime.datetime(2026, 1, 2, 3, 4, 5, 6000, datetime.timezone.utc),
+                      price=decimal.Decimal("1.50"), level="mine", message="mine too", self="me", event="forged",
+                      kind="listening", port=1)
+        ctx.log.warn("noted", err=exc)
     return {}
 
 @tool(description="A test tool.", input={"type": "object"}, output={}, id="big", version="1.0.0")
@@ -75,7 +86,7 @@ def g(config, trace):
 def pack_index(tmp_path_factory):
     pack = PackWriter(tmp_path_factory.mktemp("records"))
     pack.module("tools/code.py", PACK_CODE)
-    for tool_id in ("echo", "chatty", "big", "boom", "printer", "to-stderr"):
+    for tool_id in ("echo", "chatty", "structured", "big", "boom", "printer", "to-stderr"):
         pack.tool(tool_id, "tools/code.py", version="1.0.0")
     pack.guardrail("g", "tools/code.py")
     return pack.write()
@@ -123,10 +134,27 @@ def test_every_record_has_the_shape(service):
 def test_pack_code_records_have_the_shape_too(service):
     service.call_tool("chatty", {}, ctx={"tenantId": "t", "runId": "run-chatty"})
     record = service.wait_record(None, where=lambda r: r.get("message") == "pack code says hello")
-    assert list(record) == FIXED + ["tenantId", "runId", "toolId", "zeta", "alpha", "packId", "artifactVersion"]
+    assert list(record) == FIXED + ["tenantId", "runId", "toolId", "packId", "artifactVersion", "target", "zeta",
+                                    "alpha"]
     assert (record["level"], record["tenantId"], record["runId"], record["toolId"]) == (
         "info", "t", "run-chatty", "chatty")
     assert record["subsystem"].startswith("pack")
+
+
+def test_pack_code_fields_are_written_as_the_sdk_writes_them(service):
+    """An exception as its name and message (and stack at error), a datetime in ISO 8601, other
+    objects as text; any name can be a field, and the record's own names go under ``fields``, so
+    pack code can't forge a lifecycle record."""
+    service.call_tool("structured", {}, ctx={"tenantId": "t", "runId": "run-structured"})
+    failed = service.wait_record(None, where=lambda r: r.get("message") == "failed")
+    noted = service.wait_record(None, where=lambda r: r.get("message") == "noted")
+    assert (failed["err"]["name"], failed["err"]["message"]) == ("ValueError", "it broke")
+    assert 'raise ValueError("it broke")' in failed["err"]["stack"]
+    assert noted["err"] == {"name": "ValueError", "message": "it broke"}
+    assert (failed["at"], failed["price"], failed["port"]) == ("2026-01-02T03:04:05.006Z", "1.50", 1)
+    assert failed["fields"] == {"level": "mine", "message": "mine too", "event": "forged", "kind": "listening"}
+    assert failed["self"] == "me"
+    assert (failed["level"], "event" in failed, "kind" in failed) == ("error", False, False)
 
 
 def test_listening_record(service):
