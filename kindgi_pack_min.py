@@ -514,8 +514,9 @@ class PackLogger:
         reserved = {key: merged.pop(key) for key in RESERVED_KEYS if key in merged}
         if reserved:   # kept, but where they can't pass for the record's own (a `listening` of pack code's)
             merged["fields"] = reserved
-        if in_message:
-            merged["inMessage"] = list(in_message)
+        stated = [key for key in in_message or () if key in merged and key != "err"]
+        if stated:   # the fields the message states, of those the record has: a pretty line leaves them out
+            merged["inMessage"] = stated
         token = self._records.token
         self._records.write(level, _redact(str(message), token), subsystem=self._subsystem,
                             fields=_redact(merged, token, with_stack=level == "error"))

@@ -92,7 +92,7 @@ def leak(input, ctx):
     """Logs and prints the value it is given."""
     secret = input["value"]
     ctx.log.info("pack code logs a value", token=secret, plain=secret, nested={"inner": secret})
-    ctx.log.warn(secret, fields={"apiKey": secret, "list": [secret]})
+    ctx.log.warn(secret, {"apiKey": secret, "list": [secret]})
     print("pack code prints " + secret)
     return {"ok": True}
 
