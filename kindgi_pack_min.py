@@ -1948,11 +1948,11 @@ def to_jsonable(value):
     As pydantic's ``to_jsonable_python``, which the SDK's service applies to
     what a handler returns (a dict from a database row, say): datetimes,
     dates and times in ISO 8601 (UTC as ``Z``), durations as ISO 8601
-    durations, Decimal, UUID, Fraction, complex and IP addresses as their
-    text, an Enum as its value, bytes as UTF-8 text, sets, deques and
+    durations, Decimal, UUID, Fraction, complex, paths and IP addresses as
+    their text, an Enum as its value, bytes as UTF-8 text, sets, deques and
     iterators as lists, a dataclass as a dict of its fields, a pydantic model
-    as its JSON-mode dump.  Anything else (a path, a range, an object) is
-    not JSON, there too.  Only values are converted, not dict keys.
+    as its JSON-mode dump.  Anything else (a pure path, a range, an object)
+    is not JSON, there too.  Only values are converted, not dict keys.
     """
     if isinstance(value, (set, frozenset, Iterator)) or _is_a(value, "collections", "deque"):
         return list(value)
@@ -1987,8 +1987,9 @@ def to_jsonable(value):
     raise TypeError("%s is not JSON" % type(value).__name__)
 
 
-_JSONABLE_AS_TEXT = (("decimal", "Decimal"), ("uuid", "UUID"), ("fractions", "Fraction"),
-                     ("ipaddress", "_BaseAddress"), ("ipaddress", "_BaseNetwork"), ("pathlib", "Path"))
+_JSONABLE_AS_TEXT = (("decimal", "Decimal"), ("uuid", "UUID"), ("fractions", "Fraction"), ("pathlib", "Path"),
+                     ("ipaddress", "IPv4Address"), ("ipaddress", "IPv6Address"),   # interfaces too
+                     ("ipaddress", "IPv4Network"), ("ipaddress", "IPv6Network"))
 REGEX = type(re.compile(""))   # re.Pattern, which Python 3.6 doesn't name
 
 
