@@ -2063,11 +2063,17 @@ def json_issues(value):
                     issues.append(_json_issue((place, _safe_str(key)),
                                               "must have a string key, not %s" % type(key).__name__))
                 stack.append((child, (place, key)))
+        elif id(item) in on_path:   # a dataclass that holds itself, say: its conversions never end
+            issues.append(_json_issue(place, "must not contain itself (a circular reference)"))
         else:
             try:
-                stack.append((to_jsonable(item), place))
+                converted = to_jsonable(item)
             except BaseException:  # pack code: a model's dump, an iterator, can raise anything
                 issues.append(_json_issue(place, "must be JSON, not %s" % type(item).__name__))
+                continue
+            on_path.add(id(item))
+            stack.append((_LEAVE, id(item)))
+            stack.append((converted, place))
     return issues
 
 

@@ -245,6 +245,15 @@ def test_only_what_cant_be_converted_is_an_issue():
     assert [(i["instancePath"], i["message"]) for i in issues] == [("/ok/1/0", "must be JSON, not object")]
 
 
+def test_a_dataclass_that_holds_itself_is_a_circular_reference():
+    spot = Spot(1, datetime.time(1, 2))
+    spot.x = [spot]
+    text, issues = kpm.to_json_text({"spot": spot})
+    assert text is None
+    assert [(i["instancePath"], i["message"]) for i in issues] == [
+        ("/spot/x/0", "must not contain itself (a circular reference)")]
+
+
 def test_a_dict_check_result_is_converted_when_written():
     wire = kpm.normalise_check_result({"passed": True, "at": decimal.Decimal("2.50")})
     assert kpm.to_json_text(wire) == ('{"passed":true,"at":"2.50"}', None)
