@@ -2026,8 +2026,10 @@ def json_issues(value):
     Walks with an explicit stack, so a deeply nested value can't exhaust
     Python's.  A place is a ``(parent, key)`` link, turned into a pointer only
     for an issue, so a deep value costs linear time.  ``on_path`` holds the
-    containers above the current one: that tells a circular reference from a
-    shared one.
+    ids of the containers above the current one: that tells a circular
+    reference from a shared one.  Each one's ``_LEAVE`` mark holds it too:
+    a container made by ``to_jsonable`` lives only as long as that, and
+    another one made later must not reuse the id while it is on the path.
     """
     issues = []
     stack = [(value, None)]
@@ -2037,7 +2039,7 @@ def json_issues(value):
         item, place = stack.pop()
         steps += 1
         if item is _LEAVE:
-            on_path.discard(place)
+            on_path.discard(id(place))
         elif isinstance(item, bool) or item is None or isinstance(item, str):
             pass
         elif isinstance(item, int):
@@ -2057,7 +2059,7 @@ def json_issues(value):
                                           % (type(item).__name__, type(exc).__name__)))
                 continue
             on_path.add(id(item))
-            stack.append((_LEAVE, id(item)))
+            stack.append((_LEAVE, item))
             for key, child in children:
                 if not isinstance(key, (str, int, float, bool)) and key is not None:
                     issues.append(_json_issue((place, _safe_str(key)),
@@ -2072,7 +2074,7 @@ def json_issues(value):
                 issues.append(_json_issue(place, "must be JSON, not %s" % type(item).__name__))
                 continue
             on_path.add(id(item))
-            stack.append((_LEAVE, id(item)))
+            stack.append((_LEAVE, item))
             stack.append((converted, place))
     return issues
 

@@ -247,11 +247,17 @@ def test_only_what_cant_be_converted_is_an_issue():
 
 def test_a_dataclass_that_holds_itself_is_a_circular_reference():
     spot = Spot(1, datetime.time(1, 2))
-    spot.x = [spot]
+    spot.x = spot   # each conversion is a new dict: only the dataclass itself tells the cycle
     text, issues = kpm.to_json_text({"spot": spot})
     assert text is None
     assert [(i["instancePath"], i["message"]) for i in issues] == [
-        ("/spot/x/0", "must not contain itself (a circular reference)")]
+        ("/spot/x", "must not contain itself (a circular reference)")]
+
+
+def test_conversions_nested_in_conversions_are_no_circular_reference():
+    """Each conversion makes a new dict, freed when its walk ends: a later one could take its id."""
+    text, issues = kpm.to_json_text({"a": Spot(Spot(Spot(Spot(1, None), None), None), None), "b": object()})
+    assert [(i["instancePath"], i["message"]) for i in issues] == [("/b", "must be JSON, not object")]
 
 
 def test_a_dict_check_result_is_converted_when_written():
