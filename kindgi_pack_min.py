@@ -35,8 +35,9 @@ The path of a request, and the functions that take it:
       invoke                          503 not ready / overloaded, 415, body (read_body: 413),
                                       read_envelope (200 errors), 421 for ctx.tenantId,
                                       PackService.admit (503 overloaded)
-      run_call                        the call runs in this thread: call_tool / call_check
-                                      (run_pack_code: async pack code on the event loop)
+      run_call                        the call runs in this thread, in a copy of the boot's
+                                      context: call_tool / call_check (run_pack_code: async
+                                      pack code on the event loop)
       Call.settle                     exactly once, by whichever comes first: the result,
                                       the deadline (Watchman), the caller leaving, the drain
         PackService.call_record       the ``call`` record, before the answer (so records
@@ -57,6 +58,7 @@ Threads, and what they share:
     saying draining  begin_drain              writes ``draining`` (``stop`` waits for it, 1 s at most)
     event loop       main(), or the first     runs all async pack code, and the tasks it leaves
                      async call
+    child            asyncio (3.6 and 3.7)    waits for one child process of async pack code
 
     lock                       guards
     Records.lock               the stderr file descriptor, and the batch being written
