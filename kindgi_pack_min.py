@@ -516,6 +516,8 @@ class PackLogger:
         reserved = {key: merged.pop(key) for key in RESERVED_KEYS if key in merged}
         if reserved:   # kept, but where they can't pass for the record's own (a `listening` of pack code's)
             merged["fields"] = reserved
+        if "err" in merged:   # the error last, as the SDK writes it
+            merged["err"] = merged.pop("err")
         stated = [key for key in in_message or () if key in merged and key != "err"]
         if stated:   # the fields the message states, of those the record has: a pretty line leaves them out
             merged["inMessage"] = stated

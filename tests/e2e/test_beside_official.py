@@ -1,0 +1,168 @@
+"""End-to-end, side by side: this service and the official SDK's, on one pack, the same calls.
+
+Where the protocol leaves it to the SDK (what a handler's return value
+becomes on the wire, what ``ctx.log`` writes, which context variables a call
+sees), the official service is the reference: each test sends the same calls
+to both and compares what comes back, and the records pack code wrote.  The
+official service (kindgi 0.1.10, Python 3.11+) runs from .venv-sdk/, made
+once and reused (tests/e2e/indexing.py); without it the tests skip and say
+why.  Runs only on the main interpreter.
+"""
+
+from __future__ import annotations
+
+import os
+import sys
+
+import pytest
+
+from conftest import PackWriter, service_env
+from indexing import require_sdk as sdk_python
+
+pytestmark = pytest.mark.skipif(
+    bool(os.environ.get("KINDGI_TEST_PYTHON")) or sys.version_info < (3, 11),
+    reason="the official service needs Python 3.11+; compared once, on the main interpreter")
+
+PACK_CODE = '''
+import contextvars, dataclasses, datetime, decimal, enum, uuid
+from kindgi import guardrail, tool
+
+USER = contextvars.ContextVar("user", default="nobody")
+SET_AT_IMPORT = contextvars.ContextVar("set_at_import", default="no")
+SET_AT_IMPORT.set("yes")
+UTC = datetime.timezone.utc
+
+
+class Color(enum.Enum):
+    RED = "red"
+
+
+@dataclasses.dataclass
+class Point:
+    x: int
+    seen: datetime.date
+
+
+def swap_user(input):
+    before = USER.get()
+    USER.set(input["user"])
+    return {"before": before, "setAtImport": SET_AT_IMPORT.get()}
+
+
+@tool(description="A test tool.", id="sync-user", input={"type": "object"}, output={})
+def sync_user(input):
+    return swap_user(input)
+
+
+@tool(description="A test tool.", id="async-user", input={"type": "object"}, output={})
+async def async_user(input):
+    return swap_user(input)
+
+
+@tool(description="A test tool.", id="converted", input={"type": "object"}, output={})
+def converted(input):
+    return {
+        "at": datetime.datetime(2026, 1, 2, 3, 4, 5, 120000, tzinfo=UTC),
+        "local": datetime.datetime(2026, 1, 2, 3, 4, 5, tzinfo=datetime.timezone(datetime.timedelta(hours=-5))),
+        "naive": datetime.datetime(2026, 1, 2, 3, 4, 5),
+        "day": datetime.date(2026, 1, 2),
+        "time": datetime.time(3, 4, 5, 500),
+        "took": datetime.timedelta(days=400, seconds=5400.5),
+        "back": datetime.timedelta(days=-1, seconds=1),
+        "price": decimal.Decimal("1.50"),
+        "id": uuid.UUID(int=5),
+        "color": Color.RED,
+        "point": Point(1, datetime.date(2026, 1, 1)),
+        "tags": {"only"},
+        "raw": b"bytes",
+        "rows": (n * n for n in range(3)),
+        "pair": (1, "two"),
+    }
+
+
+@tool(description="A test tool.", id="logs", input={"type": "object"}, output={})
+def logs(input, ctx):
+    try:
+        raise ValueError("it broke")
+    except ValueError as exc:
+        ctx.log.warn("noted", err=exc, at=datetime.datetime(2026, 1, 2, 3, 4, 5, 6000, UTC),
+                     price=decimal.Decimal("1.50"), level="mine", message="mine too", self="me", n=1)
+    ctx.log.info("stated", {"a": 1, "b": "two"}, in_message=["a", "missing"])
+    ctx.log.child({"component": "db"}).info("from a child", {"q": 1})
+    return {}
+
+
+@guardrail(id="dated", on_violation="block")
+def dated(config, trace):
+    return {"passed": True, "attributes": {"at": datetime.date(2026, 1, 2), "tags": {"one"}}}
+'''
+
+CTX = {"tenantId": "tenant-beside", "runId": "run-beside", "requestId": "req-beside"}
+
+
+@pytest.fixture(scope="module")
+def both(module_launcher, tmp_path_factory):
+    """``(ours, official)``, serving the same index."""
+    sdk = sdk_python()
+    pack = PackWriter(tmp_path_factory.mktemp("beside"))
+    pack.module("tools/code.py", PACK_CODE)
+    for tool_id in ("sync-user", "async-user", "converted", "logs"):
+        pack.tool(tool_id, "tools/code.py")
+    pack.guardrail("dated", "tools/code.py")
+    index = pack.write()
+    ours = module_launcher.start(index)
+    official = module_launcher.spawn(["-m", "kindgi.pack", "serve", "--index", index], env=service_env(),
+                                     python=sdk)
+    if not official.wait_listening():
+        pytest.fail("the official service did not start:\n%s" % "\n".join(official.raw_stderr[-20:]))
+    return ours, official
+
+
+def answers(service, calls):
+    """The JSON answers to ``calls`` (tool id, input), one after another on one connection."""
+    conn = service.connection()
+    try:
+        return [service.call_tool(tool_id, input, ctx=CTX, conn=conn).json for tool_id, input in calls]
+    finally:
+        conn.close()
+
+
+def test_each_call_sees_the_context_variables_the_imports_set_and_none_a_call_set(both):
+    calls = [(tool_id, {"user": "user-%d" % i})
+             for i, tool_id in enumerate(["sync-user", "sync-user", "async-user", "async-user", "sync-user"])]
+    ours, official = (answers(service, calls) for service in both)
+    assert ours == official
+    assert ours[1]["output"] == {"before": "nobody", "setAtImport": "yes"}
+
+
+def test_what_a_handler_returns_becomes_the_same_json(both):
+    ours, official = (answers(service, [("converted", {})]) for service in both)
+    assert ours == official
+    assert ours[0]["output"]["took"] == "P1Y35DT1H30M0.5S"
+
+
+def test_a_dict_check_result_becomes_the_same_json(both):
+    ours, official = (service.call_check("dated").json for service in both)
+    assert ours == official == {"v": 2, "kind": "check-result",
+                                "result": {"passed": True, "attributes": {"at": "2026-01-02", "tags": ["one"]}}}
+
+
+def test_ctx_log_writes_the_same_records(both):
+    written = []
+    for service in both:
+        assert answers(service, [("logs", {})])[0]["kind"] == "result"
+        written.append([service.wait_record(None, where=lambda r, m=message: r.get("message") == m)
+                        for message in ("noted", "stated", "from a child")])
+    for ours, official in zip(*written):
+        ours, official = dict(ours), dict(official)
+        del ours["time"], official["time"]
+        assert (list(ours), ours) == (list(official), official)
+
+
+@pytest.mark.parametrize("head", [b"GET /healthz HTTP/1.1\r\n\r\n",
+                                  b"GET /healthz HTTP/1.1\r\nHost: a\r\nHost: b\r\n\r\n",
+                                  b"GET /healthz HTTP/1.0\r\n\r\n"])
+def test_the_host_header_is_required_alike(both, head):
+    """HTTP/1.1 needs exactly one Host (RFC 9112 section 3.2); HTTP/1.0 none."""
+    ours, official = (service.raw(head, timeout=5).split(b" ", 2)[1] for service in both)
+    assert ours == official
