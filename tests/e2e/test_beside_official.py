@@ -92,6 +92,16 @@ def logs(input, ctx):
     return {}
 
 
+@tool(description="A test tool.", id="throws", input={"type": "object"}, output={})
+def throws(input):
+    raise {"value": ValueError, "exit": SystemExit, "lookup": KeyError}[input["kind"]]("went wrong")
+
+
+@tool(description="A test tool.", id="not-json", input={"type": "object"}, output={})
+def not_json(input):
+    return {"fine": datetime.date(2026, 1, 2), "odd": object()}
+
+
 @guardrail(id="dated", on_violation="block")
 def dated(config, trace):
     return {"passed": True, "attributes": {"at": datetime.date(2026, 1, 2), "tags": {"one"}}}
@@ -106,7 +116,7 @@ def both(module_launcher, tmp_path_factory):
     sdk = sdk_python()
     pack = PackWriter(tmp_path_factory.mktemp("beside"))
     pack.module("tools/code.py", PACK_CODE)
-    for tool_id in ("sync-user", "async-user", "converted", "logs"):
+    for tool_id in ("sync-user", "async-user", "converted", "logs", "throws", "not-json"):
         pack.tool(tool_id, "tools/code.py")
     pack.guardrail("dated", "tools/code.py")
     index = pack.write()
@@ -166,3 +176,20 @@ def test_the_host_header_is_required_alike(both, head):
     """HTTP/1.1 needs exactly one Host (RFC 9112 section 3.2); HTTP/1.0 none."""
     ours, official = (service.raw(head, timeout=5).split(b" ", 2)[1] for service in both)
     assert ours == official
+
+
+@pytest.mark.parametrize("kind", ["value", "exit", "lookup"])
+def test_a_throw_is_the_same_answer(both, kind):
+    """All but the stack, whose outer frames are each service's own."""
+    ours, official = (answers(service, [("throws", {"kind": kind})])[0] for service in both)
+    assert ours["cause"].pop("stack") and official["cause"].pop("stack")
+    assert ours == official
+
+
+def test_output_that_stays_not_json_is_refused_alike(both):
+    """The code and the tool; the message's detail is each service's own words."""
+    ours, official = (answers(service, [("not-json", {})])[0] for service in both)
+    assert (ours["code"], ours["toolId"]) == (official["code"], official["toolId"]) == (
+        "output-validation-failed", "not-json")
+    prefix = 'Tool "not-json" handler produced output that is not JSON: '
+    assert ours["message"].startswith(prefix) and official["message"].startswith(prefix)
