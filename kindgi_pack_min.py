@@ -4382,13 +4382,13 @@ def install_standin(get_logger=None):
     factory = get_logger or (lambda subsystem, **bindings: _STANDIN_NOOP_LOGGER)
 
     def standin_get_logger(*subsystem, **bindings):
-        """get_logger(subsystem="pack", /, **bindings): a logger for pack code, from the service's factory.
+        """get_logger(subsystem="root", /, **bindings): a logger for pack code, from the service's factory.
 
         Python 3.6 and 3.7 have no positional-only parameters: ``*subsystem`` stands for one.
         """
         if len(subsystem) > 1:
             raise TypeError("get_logger() takes at most 1 positional argument (%d given)" % len(subsystem))
-        return factory(subsystem[0] if subsystem else "pack", **bindings)
+        return factory(subsystem[0] if subsystem else "root", **bindings)   # the SDK's default
 
     remove_standin()
     context = {"ToolContext": ToolContext, "Cancellation": Cancellation,

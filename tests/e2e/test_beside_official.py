@@ -29,6 +29,7 @@ pytestmark = pytest.mark.skipif(
 PACK_CODE = CONTEXT_VARS + CONVERTED + '''
 import dataclasses
 from kindgi import guardrail
+from kindgi.log import get_logger
 
 
 @dataclasses.dataclass
@@ -52,6 +53,7 @@ def logs(input, ctx):
                      price=decimal.Decimal("1.50"), level="mine", message="mine too", self="me", n=1)
     ctx.log.info("stated", {"a": 1, "b": "two"}, in_message=["a", "missing"])
     ctx.log.child({"component": "db"}).info("from a child", {"q": 1})
+    get_logger().info("from get_logger", {"r": 2})
     return {}
 
 
@@ -120,15 +122,21 @@ def test_a_dict_check_result_becomes_the_same_json(both):
                                 "result": {"passed": True, "attributes": {"at": "2026-01-02", "tags": ["one"]}}}
 
 
-def test_ctx_log_writes_the_same_records(both):
+def test_pack_code_writes_the_same_records(both):
+    """``ctx.log`` and ``kindgi.log.get_logger``.  This service also puts the pack's id and
+    artifact version last on every record, as the upstream 2.7.0 service does; the SDK's
+    ``get_logger`` records lack them."""
     written = []
     for service in both:
         assert answers(service, [("logs", {})])[0]["kind"] == "result"
         written.append([service.wait_record(None, where=lambda r, m=message: r.get("message") == m)
-                        for message in ("noted", "stated", "from a child")])
+                        for message in ("noted", "stated", "from a child", "from get_logger")])
     for ours, official in zip(*written):
         ours, official = dict(ours), dict(official)
         del ours["time"], official["time"]
+        if "packId" not in official:
+            assert list(ours)[-2:] == ["packId", "artifactVersion"]
+            del ours["packId"], ours["artifactVersion"]
         assert (list(ours), ours) == (list(official), official)
 
 
