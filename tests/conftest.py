@@ -254,8 +254,9 @@ class Launcher:
     def __init__(self):
         self.started = []
 
-    def spawn(self, args, env=None, cwd=None, python=None, prefix=(), preexec_fn=None):
-        cmd = list(prefix) + [python or PYTHON] + [str(a) for a in args]
+    def spawn(self, args, env=None, cwd=None, python=None, prefix=(), preexec_fn=None, flags=()):
+        """Start ``prefix... python flags... args...``."""
+        cmd = list(prefix) + [python or PYTHON] + list(flags) + [str(a) for a in args]
         proc = subprocess.Popen(cmd, env=env, cwd=cwd or str(ROOT), stdin=subprocess.DEVNULL, preexec_fn=preexec_fn,
                                 stdout=subprocess.PIPE, stderr=subprocess.PIPE)
         service = Service(proc)

@@ -8,18 +8,21 @@ official service (kindgi 0.1.10, Python 3.11+) runs from .venv-sdk/, made
 once and reused (tests/e2e/indexing.py); without it the tests skip and say
 why.  Runs only on the main interpreter.  The pack reuses test_tools.py's
 modules for context variables and converted output, whose expectations
-these tests prove against the official service.
+these tests prove against the official service.  A second pack, typed with
+pydantic models, runs on ours with the stand-in and the SDK's pydantic (an
+image with the pack's dependencies but not the SDK) beside the SDK itself.
 """
 
 from __future__ import annotations
 
 import os
+import subprocess
 import sys
 
 import pytest
 
 from conftest import PackWriter, service_env
-from indexing import require_sdk as sdk_python
+from indexing import require_sdk as sdk_python, without_kindgi
 from test_tools import CONTEXT_VARS, CONVERTED
 
 pytestmark = pytest.mark.skipif(
@@ -164,3 +167,110 @@ def test_output_that_stays_not_json_is_refused_alike(both):
         "output-validation-failed", "not-json")
     prefix = 'Tool "not-json" handler produced output that is not JSON: '
     assert ours["message"].startswith(prefix) and official["message"].startswith(prefix)
+
+
+# -- typed with pydantic: the stand-in beside the SDK ----------------------------------------------
+
+TYPED_CODE = '''
+import datetime
+from typing import List, Optional
+from pydantic import BaseModel, Field
+from kindgi import CheckResult, RunTrace, guardrail, tool
+
+
+class Item(BaseModel):
+    sku: str = Field(min_length=2)
+    qty: int = Field(ge=1, default=1)
+
+
+class OrderIn(BaseModel):
+    customer_id: str = Field(alias="customerId")
+    items: List[Item]
+    when: Optional[datetime.date] = None
+
+
+class OrderOut(BaseModel):
+    total_items: int = Field(alias="totalItems")
+    first: Item
+    when: Optional[datetime.date] = None
+    model_config = {"populate_by_name": True}
+
+
+class Limit(BaseModel):
+    max_chars: int = Field(gt=0, default=10, alias="maxChars")
+
+
+@tool(id="order", version="1.0.0")
+def order(input: OrderIn, ctx) -> OrderOut:
+    """Totals an order."""
+    return OrderOut(total_items=sum(i.qty for i in input.items), first=input.items[0], when=input.when)
+
+
+@tool(id="untyped-output", version="1.0.0")
+def untyped_output(input: OrderIn) -> dict:
+    """A dict holding a model."""
+    return {"first": input.items[0], "count": len(input.items)}
+
+
+@tool(id="which-kindgi", version="1.0.0")
+def which_kindgi(input: dict) -> dict:
+    """The kindgi module pack code got."""
+    import kindgi
+    return {"standIn": (kindgi.__doc__ or "").startswith("Stand-in")}
+
+
+@guardrail(id="limit", on_violation="block")
+def limit(config: Limit, trace: RunTrace):
+    return CheckResult(passed=len(trace.output or "") <= config.max_chars, reason="long",
+                       attributes={"max": config.max_chars, "calls": len(trace.tool_calls)})
+'''
+
+TRACE = {"runId": "r", "tenantId": "t", "output": "hello!",
+         "toolCalls": [{"toolId": "x", "toolName": "n", "arguments": {}, "at": "2026-01-01T00:00:00Z"}]}
+
+
+@pytest.fixture(scope="module")
+def typed(module_launcher, tmp_path_factory):
+    """``(ours, official)`` on a pack typed with pydantic models; ours with the stand-in and the SDK's
+    pydantic (a user's image that has the pack's dependencies but not the SDK)."""
+    sdk = sdk_python()
+    folder = tmp_path_factory.mktemp("typed")
+    (folder / "tools").mkdir()
+    (folder / "tools" / "typed.py").write_text(TYPED_CODE)
+    (folder / "pyproject.toml").write_text('[tool.kindgi.pack]\nid = "typed"\nversion = "1.0.0"\n'
+                                           'description = "Typed"\n')
+    index = folder / "index.json"
+    subprocess.run([sdk, "-m", "kindgi.pack", "index", "--pack-dir", str(folder), "--artifact-version", "a1",
+                    "--output", str(index)], check=True, stdout=subprocess.DEVNULL, timeout=120)
+    *prefix, python, no_site = without_kindgi(sdk)   # env PYTHONPATH=<its packages but kindgi> python -S
+    ours = module_launcher.start(index, prefix=prefix, python=python, flags=[no_site])
+    official = module_launcher.spawn(["-m", "kindgi.pack", "serve", "--index", index], env=service_env(),
+                                     python=sdk)
+    assert official.wait_listening(), "\n".join(official.raw_stderr[-20:])
+    return ours, official
+
+
+TYPED_CALLS = [
+    ("order", {"customerId": "c1", "items": [{"sku": "ab", "qty": 2}, {"sku": "cd"}], "when": "2026-01-02"}),
+    ("order", {"customerId": "c1", "items": [{"sku": "a"}]}),     # the model refuses it
+    ("order", {"customer_id": "c1", "items": []}),                # the schema refuses it
+    ("untyped-output", {"customerId": "c1", "items": [{"sku": "ab"}]}),
+]
+
+
+def test_ours_runs_the_typed_pack_with_the_stand_in(typed):
+    assert [answers(service, [("which-kindgi", {})])[0]["output"] for service in typed] == [
+        {"standIn": True}, {"standIn": False}]
+
+
+def test_typed_tools_answer_alike(typed):
+    ours, official = (answers(service, TYPED_CALLS) for service in typed)
+    assert ours == official
+    assert ours[0]["output"] == {"totalItems": 3, "first": {"sku": "ab", "qty": 2}, "when": "2026-01-02"}
+
+
+@pytest.mark.parametrize("config, trace", [({"maxChars": 5}, TRACE), ({}, {"runId": "r", "tenantId": "t"}),
+                                           ({"maxChars": 0}, TRACE), ({}, {"tenantId": "t"})])
+def test_typed_checks_answer_alike(typed, config, trace):
+    ours, official = (service.call_check("limit", config=config, trace=trace).json for service in typed)
+    assert ours == official
