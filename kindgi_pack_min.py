@@ -1835,7 +1835,7 @@ class PackRequestHandler(BaseHTTPRequestHandler):
             service.records.write("warn", "%s %s finished %d ms after its call ended"
                                   % (call.target.name, call.record_id, call.elapsed_ms()),
                                   event="handler-finished-late",
-                                  fields=dict(call.fields, afterMs=call.elapsed_ms()))
+                                  fields=dict(call.fields, target=call.target.name, afterMs=call.elapsed_ms()))
 
     # -- answers --------------------------------------------------------------
 
