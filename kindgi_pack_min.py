@@ -2689,9 +2689,7 @@ class PackService:
 
     def tool_logger(self, fields):
         """``ctx.log``: the call's ids, then the pack's and ``target``, in every record, as the SDK's."""
-        bindings = dict(fields)
-        bindings.update(self.call_log_bindings)
-        return self.call_logger.child(bindings)
+        return self.call_logger.child(fields, **self.call_log_bindings)
 
     def in_a_fresh_context(self, run, *args):
         """``run(*args)`` in a copy of the context the boot left, as each request is on the official
