@@ -1956,7 +1956,7 @@ def to_jsonable(value):
     their text, an Enum as its value, bytes as UTF-8 text, sets, deques and
     iterators as lists, a dataclass as a dict of its fields, a pydantic model
     as its JSON-mode dump.  Anything else (a pure path, a range, an object)
-    is not JSON, there too.  Only values are converted, not dict keys.
+    is not JSON, there too.  Dict keys are converted by ``key_text``.
     """
     if isinstance(value, (set, frozenset, Iterator)) or _is_a(value, "collections", "deque"):
         return list(value)
@@ -2020,6 +2020,49 @@ def _iso_duration(delta):
     return "%sP%s%s" % (sign, date, "T" + time if time else "")
 
 
+def key_text(key):
+    """A dict key as the SDK writes it: a tuple's parts joined by commas, a date or an Enum as
+    its JSON form's text, a float by ``repr`` (``inf`` too); TypeError for a key with no text.
+
+    ``None`` stays "null", as the json module writes it (the SDK writes
+    "None"): the json module's own keys are only converted here when a
+    write failed for another key, and must come out the same either way.
+    """
+    if isinstance(key, str):
+        return key
+    if key is None:
+        return "null"
+    if isinstance(key, bool):
+        return "true" if key else "false"
+    if isinstance(key, int):
+        return int.__repr__(key)
+    if isinstance(key, float):
+        return float.__repr__(key)
+    if isinstance(key, tuple):
+        return ",".join(key_text(part) for part in key)
+    converted = to_jsonable(key)
+    if isinstance(converted, (list, dict)):
+        raise TypeError("%s is not a dict key" % type(key).__name__)
+    return key_text(converted)
+
+
+def with_converted_keys(value):
+    """``value`` rebuilt with every dict key written by ``key_text`` and every value converted.
+
+    The second try of a value whose first write failed.  An iterator is
+    refused: the first write may have read it to its end already.
+    """
+    if isinstance(value, dict):
+        return {key_text(key): with_converted_keys(item) for key, item in value.items()}
+    if isinstance(value, (list, tuple)):
+        return [with_converted_keys(item) for item in value]
+    if value is None or isinstance(value, (str, int, float)):
+        return value
+    if isinstance(value, Iterator):
+        raise TypeError("an iterator beside a dict key that needs converting; return a list")
+    return with_converted_keys(to_jsonable(value))
+
+
 _dump_pack_value = json.JSONEncoder(ensure_ascii=False, separators=(",", ":"), allow_nan=False,
                                     default=to_jsonable).encode
 
@@ -2065,7 +2108,9 @@ def json_issues(value):
             on_path.add(id(item))
             stack.append((_LEAVE, item))
             for key, child in children:
-                if not isinstance(key, (str, int, float, bool)) and key is not None:
+                try:
+                    key_text(key)
+                except BaseException:  # pack code: a key's conversion
                     issues.append(_json_issue((place, _safe_str(key)),
                                               "must have a string key, not %s" % type(key).__name__))
                 stack.append((child, (place, key)))
@@ -2100,7 +2145,11 @@ def to_json_text(value):
     converts, else ``(None, issues)``."""
     try:
         return _dump_pack_value(value), None
-    except BaseException as exc:  # pack objects can raise anything while they are read, SystemExit too
+    except BaseException:  # pack objects can raise anything while they are read, SystemExit too
+        pass
+    try:   # keys the json module can't write, or can't write as the SDK does
+        return _dump_pack_value(with_converted_keys(value)), None
+    except BaseException as exc:
         issues = json_issues(value)
         if not issues:   # nested too deeply for the encoder, or an iterator that raised and is spent now
             issues = [_json_issue(None, "could not be written as JSON: %s: %s" % (type(exc).__name__, _safe_str(exc)))]

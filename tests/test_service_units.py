@@ -260,6 +260,29 @@ def test_conversions_nested_in_conversions_are_no_circular_reference():
     assert [(i["instancePath"], i["message"]) for i in issues] == [("/b", "must be JSON, not object")]
 
 
+@pytest.mark.parametrize("key, text", [
+    ((1, ("a", None, True)), "1,a,null,true"), ((), ""), (datetime.date(2026, 1, 2), "2026-01-02"),
+    (Shade.DAY, "2026-01-01"), (decimal.Decimal("2.50"), "2.50"), (float("-inf"), "-inf"), (1e20, "1e+20"),
+    (b"raw", "raw"), (uuid.UUID(int=1), "00000000-0000-0000-0000-000000000001"),
+])
+def test_a_dict_key_the_json_module_cant_write_is_written_as_the_sdk_writes_it(key, text):
+    assert kpm.to_json_text({key: 1, None: 2}) == (json.dumps({text: 1, "null": 2}, separators=(",", ":")), None)
+
+
+def test_a_dict_key_with_no_text_is_an_issue():
+    text, issues = kpm.to_json_text({"ok": {(1, 2): 1}, "bad": {frozenset([1]): 1}})
+    assert text is None
+    assert [(i["instancePath"], i["message"]) for i in issues] == [
+        ("/bad/frozenset({1})", "must have a string key, not frozenset")]
+
+
+def test_an_iterator_beside_a_key_to_convert_is_refused_not_written_empty():
+    """The first write read the rows to their end before it met the key: a second would write []."""
+    text, issues = kpm.to_json_text({"rows": iter([1, 2]), "byPair": {(1, 2): 1}})
+    assert text is None
+    assert "an iterator beside a dict key that needs converting" in issues[0]["message"]
+
+
 def test_a_dict_check_result_is_converted_when_written():
     wire = kpm.normalise_check_result({"passed": True, "at": decimal.Decimal("2.50")})
     assert kpm.to_json_text(wire) == ('{"passed":true,"at":"2.50"}', None)

@@ -47,6 +47,12 @@ def converted_more(input):
             "time": datetime.time(3, 4, 5, 500), "back": datetime.timedelta(days=-1, seconds=1)}
 
 
+@tool(description="A test tool.", id="keyed", input={"type": "object"}, output={})
+def keyed(input):
+    return {"byDay": {datetime.date(2026, 1, 2): 5}, "byPair": {(1, ("a", 2.5)): True}, "byColor": {Color.RED: 1},
+            "byNumber": {7: "int", 1.5: "float", True: "bool", float("inf"): "inf"}, "plain": {"a": 1}}
+
+
 @tool(description="A test tool.", id="logs", input={"type": "object"}, output={})
 def logs(input, ctx):
     try:
@@ -84,7 +90,7 @@ def both(module_launcher, tmp_path_factory):
     sdk = sdk_python()
     pack = PackWriter(tmp_path_factory.mktemp("beside"))
     pack.module("tools/code.py", PACK_CODE)
-    for tool_id in ("sync-user", "async-user", "converted", "converted-more", "logs", "throws", "not-json"):
+    for tool_id in ("sync-user", "async-user", "converted", "converted-more", "keyed", "logs", "throws", "not-json"):
         pack.tool(tool_id, "tools/code.py")
     pack.guardrail("dated", "tools/code.py")
     index = pack.write()
@@ -117,6 +123,12 @@ def test_what_a_handler_returns_becomes_the_same_json(both):
     ours, official = (answers(service, [("converted", {}), ("converted-more", {})]) for service in both)
     assert ours == official
     assert ours[1]["output"]["point"] == {"x": 1, "seen": "2026-01-01"}
+
+
+def test_dict_keys_become_the_same_text(both):
+    ours, official = (answers(service, [("keyed", {})]) for service in both)
+    assert ours == official
+    assert ours[0]["output"]["byPair"] == {"1,a,2.5": True}
 
 
 def test_a_dict_check_result_becomes_the_same_json(both):
