@@ -72,8 +72,8 @@ Threads, and what they share:
     Lifecycle.lock             ``listening`` versus ``stopped``
 
 Read without a lock, because a stale value is harmless: ``draining`` (set once,
-never cleared), ``saying_draining`` (set once, to a thread already started), ``running`` for the early 503 (``admit`` checks again under
-the lock), a handler's phase and its deadline (the sweep sees the next value
+never cleared), ``saying_draining`` (set once, to a thread already started),
+``running`` for the early 503 (``admit`` checks again under the lock), a handler's phase and its deadline (the sweep sees the next value
 within half a second), ``PackService.answering`` and ``Records.waiting``
 (sets and lists: one ``add``, ``discard`` or ``append`` is atomic; the waiting
 records are taken only by the thread holding ``Records.lock``).
