@@ -256,42 +256,96 @@ SEVERITY = {"error": "ERROR", "warn": "WARNING", "info": "INFO", "debug": "DEBUG
 CORRELATION_KEYS = ("traceId", "spanId", "requestId", "tenantId", "projectId", "orgId", "runId", "toolId")
 # Names a pack's field can't take in its record: they go under "fields" instead.
 RESERVED_KEYS = ("time", "level", "severity", "subsystem", "message", "event", "kind", "inMessage")
-SECRET_KEY = re.compile(
-    r"token|secret|passw|authorization|api[-_]?key|cookie|credential|private[-_]?key|session", re.I)
+# A field whose name, lowercased without "-" and "_", holds one of these words, or ends in
+# "token", is written "[redacted]": every name the SDK's logger redacts, and a few more
+# (``secretKey``, ``passwordHash``), but not ``promptTokens`` or ``tokenizer``.
+SECRET_KEY = re.compile(r"secret|passw|passphrase|apikey|privatekey|credential|authorization|cookie|token$")
+# Known shapes of secrets, masked in every string of a pack's record: a Kindgi token (kept:
+# its kind, and the last four characters of a long one), the credentials after "Bearer",
+# and the password in a URL.
+KINDGI_TOKEN = re.compile(r"\bkgi_([a-z]{2,3})_([A-Za-z0-9._~+/=-]+)", re.ASCII)
+BEARER_CREDENTIALS = re.compile(r"\b(Bearer)\s+[^\s\"',;]+", re.ASCII | re.IGNORECASE)
+URL_PASSWORD = re.compile(r"\b([a-z][a-z0-9+.-]*://[^\s:/@]+):[^\s@/]+@", re.ASCII | re.IGNORECASE)
+MAX_FIELD_DEPTH = 8   # deeper containers in a pack's record are written "[too deep]"
 # Characters that line splitters or terminals act on: C1 controls (U+0085 is NEL), the
 # Unicode line and paragraph separators; in pretty lines C0 controls and DEL too.
 LINE_BREAKING = re.compile("[\x80-\x9f\u2028\u2029]")
 UNPRINTABLE = re.compile("[\x00-\x1f\x7f-\x9f\u2028\u2029]")
 
 
-def _redact(value, token=None, with_stack=False, depth=0):
-    """A copy of a record field from pack code, as the SDK's logger writes it.
+def is_secret_key(key):
+    """A record field's name that looks secret (``SECRET_KEY``)."""
+    return SECRET_KEY.search(key.lower().replace("-", "").replace("_", "")) is not None
 
-    Secret-looking keys' values, and strings that are exactly the service
-    token, become ``[redacted]``; an exception becomes its name and message
-    (with its stack ``with_stack``), a datetime its ISO 8601 time to the
-    millisecond, any other object its ``str()``.
+
+def _mask_kindgi_token(match):
+    kind, body = match.groups()
+    return "kgi_%s_\u2026%s" % (kind, body[-4:] if len(body) >= 16 else "")
+
+
+def scrub_text(text, token=None):
+    """Text from pack code with the secrets in it masked: all of it when it is exactly the
+    service token, else the known shapes of secrets (``KINDGI_TOKEN`` and the two after it)."""
+    if token is not None and token.is_token(text):
+        return "[redacted]"
+    text = KINDGI_TOKEN.sub(_mask_kindgi_token, text)
+    text = BEARER_CREDENTIALS.sub(r"\1 [redacted]", text)
+    return URL_PASSWORD.sub(r"\1:***@", text)
+
+
+def redact_fields(value, token=None, depth=0, on_path=None):
+    """A copy of pack code's record fields, as the SDK's logger writes them.
+
+    A secret-looking key's value becomes ``[redacted]`` and every string is
+    scrubbed (``scrub_text``); a datetime becomes its UTC time to the
+    millisecond (a naive one is taken as UTC), a tuple a list, any other
+    object its scrubbed ``str()``.  A container inside itself is written
+    ``[circular]``; one nested deeper than ``MAX_FIELD_DEPTH``, ``[too deep]``.
     """
     if isinstance(value, str):
-        return "[redacted]" if token is not None and token.is_token(value) else value
+        return scrub_text(value, token)
     if value is None or isinstance(value, (bool, int, float)):
         return value
-    if depth > 20:
-        return "[deep]"
-    if isinstance(value, Mapping):
-        return {str(k): "[redacted]" if SECRET_KEY.search(str(k)) else _redact(v, token, with_stack, depth + 1)
-                for k, v in value.items()}
-    if isinstance(value, (list, tuple)):
-        return [_redact(v, token, with_stack, depth + 1) for v in value]
-    if isinstance(value, BaseException):
-        error = {"name": type(value).__name__, "message": _safe_str(value)}
-        if with_stack:
-            error["stack"] = format_stack(value)
-        return _redact(error, token)
     datetime = sys.modules.get("datetime")
     if datetime is not None and isinstance(value, datetime.datetime):
-        return value.isoformat(timespec="milliseconds").replace("+00:00", "Z")
-    return _redact(_safe_str(value), token)
+        try:
+            utc = value.astimezone(datetime.timezone.utc) if value.tzinfo else value
+            return utc.replace(tzinfo=None).isoformat(timespec="milliseconds") + "Z"
+        except (OverflowError, ValueError):   # out of range in UTC (year 1 east of Greenwich)
+            pass
+    if not isinstance(value, (Mapping, list, tuple)):
+        return scrub_text(_safe_str(value), token)
+    on_path = set() if on_path is None else on_path
+    if id(value) in on_path:
+        return "[circular]"
+    if depth >= MAX_FIELD_DEPTH:
+        return "[too deep]"
+    on_path.add(id(value))
+    try:
+        if isinstance(value, Mapping):
+            return {str(key): "[redacted]" if is_secret_key(str(key)) else
+                    redact_fields(item, token, depth + 1, on_path) for key, item in value.items()}
+        return [redact_fields(item, token, depth + 1, on_path) for item in value]
+    finally:
+        on_path.discard(id(value))
+
+
+def error_fields(exc, with_stack, token=None, depth=0):
+    """An exception in a pack's record: its name, scrubbed message, ``code`` (an ``OSError``'s
+    or an HTTP error's, say), stack when asked, and the exception it was raised from."""
+    fields = {"name": type(exc).__name__, "message": scrub_text(_safe_str(exc), token)}
+    try:
+        code = getattr(exc, "code", None)
+    except Exception:  # pack code's property
+        code = None
+    if isinstance(code, (str, int)) and not isinstance(code, bool):
+        fields["code"] = _safe_str(code)
+    if with_stack:
+        fields["stack"] = scrub_text(format_stack(exc), token)
+    cause = exc.__cause__
+    if cause is not None and depth < 3:
+        fields["cause"] = error_fields(cause, with_stack, token, depth + 1)
+    return fields
 
 
 def _escape_char(match):
@@ -495,6 +549,9 @@ def _log_arguments(name, args):
     return args[0], args[1], args[2] if len(args) == 3 else None
 
 
+_NO_ERROR = object()
+
+
 class PackLogger:
     """The logger pack code gets as ``ctx.log`` and from ``kindgi.log``.
 
@@ -508,32 +565,41 @@ class PackLogger:
         self._bindings = dict(bindings or {})
 
     def _log(self, level, message, fields, in_message, kw):
-        if not self._records.enabled(level, self._subsystem):
+        records = self._records
+        if not records.enabled(level, self._subsystem):
             return
         merged = dict(self._bindings)
         merged.update(fields or {})
         merged.update(kw)
+        token = records.token
         reserved = {key: merged.pop(key) for key in RESERVED_KEYS if key in merged}
+        err = merged.pop("err", _NO_ERROR)
+        out = redact_fields({key: error_fields(value, level == "error", token) if isinstance(value, BaseException)
+                             else value for key, value in merged.items()}, token)
         if reserved:   # kept, but where they can't pass for the record's own (a `listening` of pack code's)
-            merged["fields"] = reserved
-        if "err" in merged:   # the error last, as the SDK writes it
-            merged["err"] = merged.pop("err")
-        stated = [key for key in in_message or () if key in merged and key != "err"]
+            out["fields"] = redact_fields(reserved, token)
+        if err is not _NO_ERROR:   # the error last, as the SDK writes it; its stack at error, or when debugging
+            out["err"] = error_fields(err, level == "error" or records.enabled("debug", self._subsystem),
+                                      token) if isinstance(err, BaseException) else scrub_text(_safe_str(err), token)
+        stated = [key for key in in_message or () if key in out and key != "err"]
         if stated:   # the fields the message states, of those the record has: a pretty line leaves them out
-            merged["inMessage"] = stated
-        token = self._records.token
-        self._records.write(level, _redact(str(message), token), subsystem=self._subsystem,
-                            fields=_redact(merged, token, with_stack=level == "error"))
+            out["inMessage"] = stated
+        records.write(level, scrub_text(_safe_str(message), token), subsystem=self._subsystem, fields=out)
 
     error, warn, info, debug, trace = (_log_at(level) for level in LEVELS)
     warning = warn
 
-    def child(self, bindings=None, **kw):
+    def child(*args, **kw):
+        """A logger whose records also carry the bindings (a dict, then any keywords, by any
+        name); a ``subsystem`` among them replaces the parent's."""
+        if not 1 <= len(args) <= 2:
+            raise TypeError("child() takes an optional dict of bindings (%d positional arguments given)"
+                            % (len(args) - 1))
+        self = args[0]
         merged = dict(self._bindings)
-        merged.update(bindings or {})
-        subsystem = kw.pop("subsystem", self._subsystem)
+        merged.update(args[1] if len(args) == 2 and args[1] else {})
         merged.update(kw)
-        return PackLogger(self._records, subsystem, merged)
+        return PackLogger(self._records, _safe_str(merged.pop("subsystem", self._subsystem)), merged)
 
     def is_level_enabled(self, level):
         return level in LEVELS and self._records.enabled(level, self._subsystem)

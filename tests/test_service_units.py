@@ -367,6 +367,61 @@ def test_pack_code_fields_lose_secret_keys_and_the_token(pipe_records):
         "[redacted]", "[redacted]", "[redacted]", ["[redacted]", "ok"], "s3cret-token and more")
 
 
+@pytest.mark.parametrize("key", ["token", "accessToken", "refresh_token", "password", "DB_PASSWD", "pass_word",
+                                 "Pass-Phrase", "clientSecret", "secrets", "x-api-key", "API_KEY", "private_key",
+                                 "authorization", "Set-Cookie", "credentials",
+                                 "secretKey", "passwordHash", "apiKeyId"])   # the last three: the SDK writes them
+def test_secret_looking_keys(key):
+    assert kpm.is_secret_key(key)
+
+
+@pytest.mark.parametrize("key", ["tokens", "promptTokens", "tokenizer", "tokenId", "sessionId", "key", "author"])
+def test_keys_that_only_look_a_little_secret(key):
+    assert not kpm.is_secret_key(key)
+
+
+@pytest.mark.parametrize("text, scrubbed", [
+    ("Authorization: Bearer abc.def-1", "Authorization: Bearer [redacted]"),
+    ("bearer   x,y", "bearer [redacted],y"),
+    ("postgres://app:pw@db:5432/x and https://u:p@h/", "postgres://app:***@db:5432/x and https://u:***@h/"),
+    ("kgi_bt_0123456789abcdefWXYZ kgi_ak_short kgi_lrk_x", "kgi_bt_\u2026WXYZ kgi_ak_\u2026 kgi_lrk_\u2026"),
+    ("no secrets: https://host/path, kgi_x_y, Bearer", "no secrets: https://host/path, kgi_x_y, Bearer"),
+])
+def test_known_shapes_of_secrets_are_masked(text, scrubbed):
+    assert kpm.scrub_text(text) == scrubbed
+
+
+def test_fields_are_copied_with_cycles_depth_and_times_as_the_sdk_writes_them():
+    loop = [1]
+    loop.append(loop)
+    shared = {"n": 1}
+    deep = {"a": {"b": {"c": {"d": {"e": {"f": {"g": {"h": 1}}}}}}}}
+    at = datetime.datetime(2026, 1, 2, 3, 4, 5, 6000, datetime.timezone(datetime.timedelta(hours=-2)))
+    fields = {"loop": loop, "twice": [shared, shared], "deep": deep, "at": at, "naive": datetime.datetime(2026, 1, 2),
+              "pair": (1, "Bearer q"), "secretKey": {"nested": 1}, "obj": ValueError("Bearer z")}
+    assert kpm.redact_fields(fields) == {
+        "loop": [1, "[circular]"], "twice": [{"n": 1}, {"n": 1}],
+        "deep": {"a": {"b": {"c": {"d": {"e": {"f": {"g": "[too deep]"}}}}}}},
+        "at": "2026-01-02T05:04:05.006Z", "naive": "2026-01-02T00:00:00.000Z",
+        "pair": [1, "Bearer [redacted]"], "secretKey": "[redacted]", "obj": "Bearer [redacted]"}
+
+
+def test_an_error_carries_its_code_and_what_it_was_raised_from():
+    class Coded(Exception):
+        code = 404
+
+    try:
+        try:
+            raise KeyError("kgi_sk_0123456789abcdefWXYZ")
+        except KeyError as exc:
+            raise Coded("see postgres://a:b@c") from exc
+    except Coded as exc:
+        fields, without_stack = kpm.error_fields(exc, with_stack=True), kpm.error_fields(exc, with_stack=False)
+    assert (fields["name"], fields["message"], fields["code"]) == ("Coded", "see postgres://a:***@c", "404")
+    assert fields["cause"]["message"] == "'kgi_sk_\u2026WXYZ'" and "0123456789" not in fields["stack"]
+    assert "stack" not in without_stack and "stack" not in without_stack["cause"]
+
+
 def test_a_log_call_takes_a_message_and_fields_by_position_and_any_name_by_keyword(pipe_records):
     make, lines = pipe_records
     records = make()

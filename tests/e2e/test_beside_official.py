@@ -66,6 +66,32 @@ def logs(input, ctx):
     return {}
 
 
+class Coded(Exception):
+    def __init__(self, message, code):
+        super().__init__(message)
+        self.code = code
+
+
+@tool(description="A test tool.", id="secrets", input={"type": "object"}, output={})
+def secrets(input, ctx):
+    try:
+        try:
+            raise KeyError("inner kgi_sk_0123456789abcdefWXYZ")
+        except KeyError as exc:
+            raise Coded("outer Authorization: Bearer abc.def", 42) from exc
+    except Coded as exc:
+        ctx.log.error("masked Bearer xyz, postgres://app:pw@db/x", err=exc, other=exc, nested={"e": [exc]},
+                      token="t", pass_word="p", Pass_Phrase="pp", promptTokens=12, url="ftp://u:p@h",
+                      keys=["kgi_ak_short"])
+    loop = {"n": 1}
+    loop["self"] = loop
+    ctx.log.info("shapes", loop=loop, deep={"a": {"b": {"c": {"d": {"e": {"f": {"g": {"h": 1}}}}}}}},
+                 at=datetime.datetime(2026, 1, 2, 3, 4, 5, 6000, datetime.timezone(datetime.timedelta(hours=2))),
+                 naive=datetime.datetime(2026, 1, 2), raw=b"kgi_bt_x", pair=(1, "Bearer q"))
+    ctx.log.child({"subsystem": "audit"}).warn("from a bound subsystem", err="Bearer as text")
+    return {}
+
+
 @tool(description="A test tool.", id="throws", input={"type": "object"}, output={})
 def throws(input):
     raise {"value": ValueError, "exit": SystemExit, "lookup": KeyError}[input["kind"]]("went wrong")
@@ -90,7 +116,7 @@ def both(module_launcher, tmp_path_factory):
     sdk = sdk_python()
     pack = PackWriter(tmp_path_factory.mktemp("beside"))
     pack.module("tools/code.py", PACK_CODE)
-    for tool_id in ("sync-user", "async-user", "converted", "converted-more", "keyed", "logs", "throws", "not-json"):
+    for tool_id in ("sync-user", "async-user", "converted", "converted-more", "keyed", "logs", "secrets", "throws", "not-json"):
         pack.tool(tool_id, "tools/code.py")
     pack.guardrail("dated", "tools/code.py")
     index = pack.write()
@@ -137,15 +163,19 @@ def test_a_dict_check_result_becomes_the_same_json(both):
                                 "result": {"passed": True, "attributes": {"at": "2026-01-02", "tags": ["one"]}}}
 
 
-def test_pack_code_writes_the_same_records(both):
-    """``ctx.log`` and ``kindgi.log.get_logger``.  This service also puts the pack's id and
-    artifact version last on every record, as the upstream 2.7.0 service does; the SDK's
-    ``get_logger`` records lack them."""
+@pytest.mark.parametrize("tool_id, messages", [
+    ("logs", ["noted", "stated", "from a child", "from get_logger"]),
+    ("secrets", ["masked Bearer [redacted], postgres://app:***@db/x", "shapes", "from a bound subsystem"]),
+])
+def test_pack_code_writes_the_same_records(both, tool_id, messages):
+    """``ctx.log`` and ``kindgi.log.get_logger``: fields, errors, and the secrets masked in
+    them.  This service also puts the pack's id and artifact version last on every record, as
+    the upstream 2.7.0 service does; the SDK's ``get_logger`` records lack them."""
     written = []
     for service in both:
-        assert answers(service, [("logs", {})])[0]["kind"] == "result"
+        assert answers(service, [(tool_id, {})])[0]["kind"] == "result"
         written.append([service.wait_record(None, where=lambda r, m=message: r.get("message") == m)
-                        for message in ("noted", "stated", "from a child", "from get_logger")])
+                        for message in messages])
     for ours, official in zip(*written):
         ours, official = dict(ours), dict(official)
         del ours["time"], official["time"]
