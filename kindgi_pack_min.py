@@ -273,6 +273,17 @@ LINE_BREAKING = re.compile("[\x80-\x9f\u2028\u2029]")
 UNPRINTABLE = re.compile("[\x00-\x1f\x7f-\x9f\u2028\u2029]")
 
 
+def is_finite(number):
+    """Not NaN and not infinite: what JSON can hold of a float."""
+    return number == number and number not in (float("inf"), float("-inf"))
+
+
+def is_too_long(number):
+    """An int Python 3.11+ refuses to write, over MAX_INT_DIGITS digits (refused a little early
+    here, by its bits: counting its digits would take as long as writing it)."""
+    return number.bit_length() > MAX_INT_DIGITS * 3
+
+
 def is_secret_key(key):
     """A record field's name that looks secret (``SECRET_KEY``)."""
     return SECRET_KEY.search(key.lower().replace("-", "").replace("_", "")) is not None
@@ -304,8 +315,12 @@ def redact_fields(value, token=None, depth=0, on_path=None):
     """
     if isinstance(value, str):
         return scrub_text(value, token)
-    if value is None or isinstance(value, (bool, int, float)):
+    if value is None or isinstance(value, bool):
         return value
+    if isinstance(value, float):   # NaN is not JSON: null, as JavaScript's loggers write it
+        return value if is_finite(value) else None
+    if isinstance(value, int):   # the SDK loses a record with one too long
+        return "[an integer of %d bits, too long to write]" % value.bit_length() if is_too_long(value) else value
     datetime = sys.modules.get("datetime")
     if datetime is not None and isinstance(value, datetime.datetime):
         try:
@@ -323,8 +338,9 @@ def redact_fields(value, token=None, depth=0, on_path=None):
     on_path.add(id(value))
     try:
         if isinstance(value, Mapping):
-            return {str(key): "[redacted]" if is_secret_key(str(key)) else
-                    redact_fields(item, token, depth + 1, on_path) for key, item in value.items()}
+            named = ((_safe_str(key), item) for key, item in value.items())
+            return {name: "[redacted]" if is_secret_key(name) else redact_fields(item, token, depth + 1, on_path)
+                    for name, item in named}
         return [redact_fields(item, token, depth + 1, on_path) for item in value]
     finally:
         on_path.discard(id(value))
@@ -569,7 +585,11 @@ class PackLogger:
         if not records.enabled(level, self._subsystem):
             return
         merged = dict(self._bindings)
-        merged.update(fields or {})
+        if fields is not None:
+            try:
+                merged.update(fields)
+            except Exception:  # not a dict (a list, say): the SDK loses the record; here it is kept
+                merged["fields"] = fields
         merged.update(kw)
         token = records.token
         reserved = {key: merged.pop(key) for key in RESERVED_KEYS if key in merged}
@@ -2156,10 +2176,10 @@ def json_issues(value):
         elif isinstance(item, bool) or item is None or isinstance(item, str):
             pass
         elif isinstance(item, int):
-            if item.bit_length() > MAX_INT_DIGITS * 3:
+            if is_too_long(item):
                 issues.append(_json_issue(place, "must have at most %d digits" % MAX_INT_DIGITS))
         elif isinstance(item, float):
-            if item != item or item in (float("inf"), float("-inf")):
+            if not is_finite(item):
                 issues.append(_json_issue(place, "must be a finite number, not %r" % item))
         elif isinstance(item, (dict, list, tuple)):
             if id(item) in on_path:

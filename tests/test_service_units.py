@@ -398,12 +398,14 @@ def test_fields_are_copied_with_cycles_depth_and_times_as_the_sdk_writes_them():
     deep = {"a": {"b": {"c": {"d": {"e": {"f": {"g": {"h": 1}}}}}}}}
     at = datetime.datetime(2026, 1, 2, 3, 4, 5, 6000, datetime.timezone(datetime.timedelta(hours=-2)))
     fields = {"loop": loop, "twice": [shared, shared], "deep": deep, "at": at, "naive": datetime.datetime(2026, 1, 2),
-              "pair": (1, "Bearer q"), "secretKey": {"nested": 1}, "obj": ValueError("Bearer z")}
+              "pair": (1, "Bearer q"), "secretKey": {"nested": 1}, "obj": ValueError("Bearer z"),
+              "numbers": [float("nan"), float("-inf"), 1.5, 10 ** 5000]}
     assert kpm.redact_fields(fields) == {
         "loop": [1, "[circular]"], "twice": [{"n": 1}, {"n": 1}],
         "deep": {"a": {"b": {"c": {"d": {"e": {"f": {"g": "[too deep]"}}}}}}},
         "at": "2026-01-02T05:04:05.006Z", "naive": "2026-01-02T00:00:00.000Z",
-        "pair": [1, "Bearer [redacted]"], "secretKey": "[redacted]", "obj": "Bearer [redacted]"}
+        "pair": [1, "Bearer [redacted]"], "secretKey": "[redacted]", "obj": "Bearer [redacted]",
+        "numbers": [None, None, 1.5, "[an integer of 16610 bits, too long to write]"]}
 
 
 def test_an_error_carries_its_code_and_what_it_was_raised_from():
@@ -420,6 +422,24 @@ def test_an_error_carries_its_code_and_what_it_was_raised_from():
     assert (fields["name"], fields["message"], fields["code"]) == ("Coded", "see postgres://a:***@c", "404")
     assert fields["cause"]["message"] == "'kgi_sk_\u2026WXYZ'" and "0123456789" not in fields["stack"]
     assert "stack" not in without_stack and "stack" not in without_stack["cause"]
+
+
+def test_a_log_call_never_fails_the_pack_code_that_makes_it(pipe_records):
+    """Fields that are not a dict, a name or a message whose ``str()`` raises, an integer too long
+    to write: the SDK's logger loses such records; here each is written, and nothing raises."""
+    class Unprintable:
+        def __str__(self):
+            raise SystemExit("no")
+
+    make, lines = pipe_records
+    records = make()
+    logger = kpm.PackLogger(records, "pack.tool")
+    logger.info("listed", [1, 2])
+    logger.info(Unprintable(), {Unprintable(): 10 ** 5000})
+    listed, unprintable = [json.loads(line) for line in lines(records)]
+    assert listed["fields"] == [1, 2]
+    assert unprintable["message"] == "<Unprintable with an unprintable message>"
+    assert unprintable["<Unprintable with an unprintable message>"].startswith("[an integer of")
 
 
 def test_a_log_call_takes_a_message_and_fields_by_position_and_any_name_by_keyword(pipe_records):
