@@ -409,13 +409,20 @@ class Records:
         try:
             return self.known[level, subsystem]
         except KeyError:
-            rank = self.ranks.get(subsystem)
-            if rank is None:
-                rank = self.ranks.get(subsystem.split(".", 1)[0], self.rank)
-            answer = LEVELS.index(level) <= rank
+            answer = LEVELS.index(level) <= self.rank_for(subsystem)
             if len(self.known) < 256:   # pack code names subsystems: keep the table small
                 self.known[level, subsystem] = answer
             return answer
+
+    def rank_for(self, subsystem):
+        """The level of ``subsystem``: its own, else its nearest dotted parent's in
+        KINDGI_LOG_LEVELS (``pack.tool`` for ``pack.tool.db``), else KINDGI_LOG_LEVEL's."""
+        name = subsystem
+        while name not in self.ranks:
+            if "." not in name:
+                return self.rank
+            name = name.rsplit(".", 1)[0]
+        return self.ranks[name]
 
     def write(self, level, message, event=None, subsystem="pack", always=False, fields=None,
               lock_timeout=-1):

@@ -355,6 +355,13 @@ def test_levels_filter_all_but_lifecycle_records(pipe_records):
     assert [json.loads(line)["message"] for line in lines(records)] == ["kept", "tool"]
 
 
+@pytest.mark.parametrize("subsystem, rank", [("pack.tool.db.pool", "debug"), ("pack.tool.dbx", "error"),
+                                             ("pack.tool", "error"), ("pack", "trace"), ("mine.sub", "warn")])
+def test_a_subsystem_takes_its_nearest_dotted_parents_level(subsystem, rank):
+    records = kpm.Records(2, level="warn", levels={"pack": "trace", "pack.tool": "error", "pack.tool.db": "debug"})
+    assert records.rank_for(subsystem) == kpm.LEVELS.index(rank)
+
+
 def test_pack_code_fields_lose_secret_keys_and_the_token(pipe_records):
     make, lines = pipe_records
     records = make()
