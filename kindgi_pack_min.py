@@ -2277,9 +2277,9 @@ def run_pack_code(call, fn, args, is_async):
 
     def start():   # on the loop
         task = loop.create_task(_guarded(call, coroutine))
-        call.on_cancel.append(lambda: loop.call_soon_threadsafe(task.cancel))
-        if call.cancellation.cancelled:
-            task.cancel()
+        call.stop_task = lambda reason: loop.call_soon_threadsafe(_cancel_task, call.cancellation, task, reason)
+        if call.outcome in CANCELLING:   # settled before the task was there to stop
+            _cancel_task(call.cancellation, task, call.outcome)
         task.add_done_callback(lambda task: (ended.append(task), done.set()))
 
     loop.call_soon_threadsafe(start)
@@ -2291,6 +2291,17 @@ def run_pack_code(call, fn, args, is_async):
     if raised is not None:
         raise raised
     return value
+
+
+def _cancel_task(cancellation, task, reason):
+    """On the loop, in one step: fire the call's cancellation, then cancel its task.
+
+    So the reason is set before the task resumes, and the task is cancelled
+    before a ``wait_async`` in it can return, as on the official service: an
+    async handler stops at the await it is in, whatever it awaits.
+    """
+    cancellation.cancel(reason)
+    task.cancel()
 
 
 async def _guarded(call, awaitable):
@@ -2536,7 +2547,7 @@ class Call:
                     fields[key] = service.caller_text(ctx[key])
         fields[self.target.target_key] = self.record_id
         self.cancellation = service.kindgi.Cancellation()
-        self.on_cancel = []          # how to stop its async task, once it has one
+        self.stop_task = None        # how to stop its async task, once it has one (a function of the reason)
         self.outcome = None
         self.done = False            # settled: its record and answer are out (PackService.settled)
         self.lock = threading.Lock()
@@ -2558,20 +2569,21 @@ class Call:
     def settle(self, outcome, answer=None, status=200):
         """Decide the call's outcome, unless another party has: True for the one that does.
 
-        The one that settles fires the cancellation (for a deadline or a
-        caller gone), writes the ``call`` record and then ``answer`` if there
-        is one; ``done`` is set once all that is done.  The record goes
-        first: a caller that has its answer and calls again finds the
-        records in the order of its calls.
+        The one that settles writes the ``call`` record, fires the
+        cancellation (for a deadline or a caller gone), then writes
+        ``answer`` if there is one; ``done`` is set once all that is done.
+        The record goes first: a caller that has its answer and calls again
+        finds the records in the order of its calls, and what a cancelled
+        handler logs comes after it.
         """
         with self.lock:
             if self.outcome is not None:
                 return False
             self.outcome = outcome
         try:
+            self.service.call_record(self)
             if outcome in CANCELLING:
                 self.cancel(outcome)
-            self.service.call_record(self)
             if answer is not None:
                 self.handler.answer_invoke(answer, self.started, status, close=outcome in CANCELLING)
         finally:
@@ -2583,13 +2595,17 @@ class Call:
         self.settle("deadline-exceeded", self.error("deadline-exceeded", "%s passed its deadline" % self.target_id))
 
     def cancel(self, reason):
-        """Fire the call's cancellation and stop its async task at its next await."""
-        self.cancellation.cancel(reason)
-        for callback in self.on_cancel:
+        """Fire the call's cancellation, and stop its async task (``_cancel_task``) if it has one.
+
+        ``settle`` set the outcome first: a task that starts meanwhile sees it
+        and is stopped by ``run_pack_code``.
+        """
+        if self.stop_task is not None:
             try:
-                callback()
+                return self.stop_task(reason)
             except RuntimeError:
                 pass  # the task's loop already closed
+        self.cancellation.cancel(reason)
 
     def elapsed_ms(self):
         return int((time.monotonic() - self.started) * 1000)

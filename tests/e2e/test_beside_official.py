@@ -92,6 +92,18 @@ def secrets(input, ctx):
     return {}
 
 
+@tool(description="A test tool.", id="awaits-cancel", input={"type": "object"}, output={})
+async def awaits_cancel(input, ctx):
+    import asyncio
+    try:
+        reason = await asyncio.wait_for(ctx.cancellation.wait_async(), 10)
+    except asyncio.CancelledError:
+        ctx.log.info("stopped at its await", {"reason": ctx.cancellation.reason, "run": input["run"]})
+        raise
+    ctx.log.info("went on past its await", {"reason": reason, "run": input["run"]})
+    return {}
+
+
 @tool(description="A test tool.", id="throws", input={"type": "object"}, output={})
 def throws(input):
     raise {"value": ValueError, "exit": SystemExit, "lookup": KeyError}[input["kind"]]("went wrong")
@@ -116,7 +128,7 @@ def both(module_launcher, tmp_path_factory):
     sdk = sdk_python()
     pack = PackWriter(tmp_path_factory.mktemp("beside"))
     pack.module("tools/code.py", PACK_CODE)
-    for tool_id in ("sync-user", "async-user", "converted", "converted-more", "keyed", "logs", "secrets", "throws", "not-json"):
+    for tool_id in ("sync-user", "async-user", "converted", "converted-more", "keyed", "logs", "secrets", "awaits-cancel", "throws", "not-json"):
         pack.tool(tool_id, "tools/code.py")
     pack.guardrail("dated", "tools/code.py")
     index = pack.write()
@@ -183,6 +195,21 @@ def test_pack_code_writes_the_same_records(both, tool_id, messages):
             assert list(ours)[-2:] == ["packId", "artifactVersion"]
             del ours["packId"], ours["artifactVersion"]
         assert (list(ours), ours) == (list(official), official)
+
+
+def test_an_async_handler_past_its_deadline_stops_at_its_await_alike(both):
+    """Even when it awaits ``wait_async`` (through ``wait_for``, a task of its own that wakes
+    first): the task is cancelled before that can return, and the reason is set by then; the
+    ``call`` record comes before what the handler logs."""
+    for service in both:
+        run = "deadline-%s" % id(service)
+        answer = service.call_tool("awaits-cancel", {"run": run}, ctx=CTX, headers={"kindgi-timeout-ms": "200"}).json
+        assert answer["code"] == "deadline-exceeded"
+        stopped = service.wait_record(None, where=lambda r: r.get("run") == run)
+        assert (stopped["message"], stopped["reason"]) == ("stopped at its await", "deadline-exceeded")
+        ordered = [r for r in list(service.records) if r.get("run") == run or r.get("id") == "awaits-cancel"]
+        assert [r["message"] for r in ordered][:2] == ["tool awaits-cancel deadline-exceeded %dms"
+                                                       % ordered[0]["durationMs"], "stopped at its await"]
 
 
 @pytest.mark.parametrize("head", [b"GET /healthz HTTP/1.1\r\n\r\n",
