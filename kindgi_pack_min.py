@@ -2027,7 +2027,7 @@ def model_issues(exc):
 
 def is_model_error(exc):
     """A validation error raised while parsing input into the tool's own type."""
-    return type(exc).__name__ in ("ValidationError", "TraceInvalid") and (
+    return type(exc).__name__ == "ValidationError" and (
         hasattr(exc, "errors") or hasattr(exc, "issues"))
 
 
@@ -3498,8 +3498,9 @@ class DefinitionError(ValueError):
     """A tool, guardrail, agent or flow is declared wrong: raised where it is declared."""
 
 
-class TraceInvalid(ValueError):
-    """A trace record failed validation; .issues holds Ajv-shaped issue dicts."""
+class ValidationError(ValueError):
+    """A record (a trace, a ``CheckResult``) failed validation, named as pydantic's error is;
+    ``.issues`` holds Ajv-shaped issue dicts."""
 
     def __init__(self, model, issues):
         self.issues = issues
@@ -3835,15 +3836,15 @@ class _StandinRecord:
         issues = []
         self._standin_fill(fields, "", issues)
         if issues:
-            raise TraceInvalid(type(self).__name__, issues)
+            raise ValidationError(type(self).__name__, issues)
 
     @classmethod
     def from_wire(cls, value):
-        """Validate a wire value into an instance; raise TraceInvalid with issues."""
+        """Validate a wire value into an instance; raise ValidationError with issues."""
         issues = []
         record = cls._standin_convert(value, "", issues)
         if issues:
-            raise TraceInvalid(cls.__name__, issues)
+            raise ValidationError(cls.__name__, issues)
         return record
 
     @classmethod
@@ -4404,7 +4405,7 @@ class Guardrail(_StandinData):
         return self._config_adapter.validate_python(value)
 
     def parse_trace(self, value):
-        """A RunTrace (TraceInvalid on failure), or the raw value for other annotations."""
+        """A RunTrace (ValidationError on failure), or the raw value for other annotations."""
         return RunTrace.from_wire(value) if self.trace_is_model else value
 
 
