@@ -3177,8 +3177,10 @@ class Lifecycle:
         for signum in STOP_SIGNALS:
             signal.signal(signum, self._on_signal)
         signal.set_wakeup_fd(self.wake_w)
-        if hasattr(os, "register_at_fork"):   # Python 3.6 has none: a forked child's stop signals reach us
+        if hasattr(os, "register_at_fork"):
             os.register_at_fork(after_in_child=self._in_a_forked_child)
+        else:   # Python 3.6: no register_at_fork, so os.fork itself, which multiprocessing calls by name
+            os.fork = self._forking(os.fork)
 
     def take_signals(self, records):
         """From now on a signal is acted on, and ``stopped`` written with ``records``.
@@ -3225,6 +3227,15 @@ class Lifecycle:
         signal.signal(signal.SIGINT, signal.default_int_handler)
         if self.records is not None:
             self.records.after_fork()
+
+    def _forking(self, fork):
+        """Python 3.6: ``fork``, then ``_in_a_forked_child`` in the child."""
+        def fork_a_child():
+            pid = fork()
+            if pid == 0:
+                self._in_a_forked_child()
+            return pid
+        return fork_a_child
 
     def _on_signal(self, signum, frame):
         """On the main thread, so a signal held until take_signals() is seen before serve() says

@@ -474,17 +474,10 @@ def child_logs(input, ctx):
 '''
 
 
-def service_python_has_register_at_fork():
-    done = subprocess.run([PYTHON, "-c", "import os; print(hasattr(os, 'register_at_fork'))"],
-                          stdout=subprocess.PIPE, universal_newlines=True, timeout=60)
-    return done.stdout.strip() == "True"
-
-
 def test_a_stop_signal_to_a_child_pack_code_forked_is_the_childs_own(launcher, tmp_path):
     """The child shares the service's wake-up pipe: its SIGTERM drained the service, and the child
-    lived on.  A forked child now handles signals as a new interpreter does."""
-    if not service_python_has_register_at_fork():
-        pytest.skip("Python 3.6 has no os.register_at_fork: there a forked child's stop signal reaches the service")
+    lived on.  A forked child now handles signals as a new interpreter does (on Python 3.6 too,
+    which has no os.register_at_fork)."""
     pack = PackWriter(tmp_path)
     pack.module("tools/fork.py", FORKING_CODE)
     pack.tool("fork", "tools/fork.py", version="1.0.0")
@@ -499,8 +492,6 @@ def test_a_stop_signal_to_a_child_pack_code_forked_is_the_childs_own(launcher, t
 def test_a_child_pack_code_forked_writes_its_own_records_once(launcher, tmp_path):
     """The child has no writer thread: its record was left in a list nobody wrote, and the first
     record it wrote at once would carry the parent's waiting records with it a second time."""
-    if not service_python_has_register_at_fork():
-        pytest.skip("Python 3.6 has no os.register_at_fork: there a forked child's records wait for a writer it lacks")
     pack = PackWriter(tmp_path)
     pack.module("tools/fork.py", FORKING_CODE)
     pack.tool("child-logs", "tools/fork.py", version="1.0.0")
