@@ -2240,7 +2240,7 @@ def to_json_text(value):
         return _dump_pack_value(value), None
     except BaseException:  # pack objects can raise anything while they are read, SystemExit too
         pass
-    try:   # keys the json module can't write, or can't write as the SDK does
+    try:   # a key the json module can't write (a tuple, a date): converted as the SDK converts it
         return _dump_pack_value(with_converted_keys(value)), None
     except BaseException as exc:
         issues = json_issues(value)
