@@ -3696,11 +3696,16 @@ class ToolContext:
 
     @classmethod
     def from_wire(cls, ctx, cancellation, log=_STANDIN_NOOP_LOGGER):
-        """Build from a wire callContext (camelCase keys; unknown keys dropped)."""
+        """Build from a wire callContext (camelCase keys; unknown keys dropped, and an optional id
+        that is not a string, as the SDK drops it)."""
         get = ctx.get
-        return cls(ctx["tenantId"], ctx["runId"], get("requestId"), get("projectId"), get("orgId"),
-                   get("env"), get("secrets"), get("config"), get("settings"), cancellation, log,
-                   get("idempotencyKey"))
+        return cls(ctx["tenantId"], ctx["runId"], _standin_text(get("requestId")), _standin_text(get("projectId")),
+                   _standin_text(get("orgId")), get("env"), get("secrets"), get("config"), get("settings"),
+                   cancellation, log, _standin_text(get("idempotencyKey")))
+
+
+def _standin_text(value):
+    return value if isinstance(value, str) else None
 
 
 def _standin_frozen(message):

@@ -283,6 +283,12 @@ def test_an_iterator_beside_a_key_to_convert_is_refused_not_written_empty():
     assert "an iterator beside a dict key that needs converting" in issues[0]["message"]
 
 
+def test_a_context_id_that_is_not_a_string_is_dropped_as_the_sdk_drops_it():
+    ctx = kpm.ToolContext.from_wire({"tenantId": "t", "runId": "r", "requestId": 7, "idempotencyKey": 5,
+                                     "orgId": ["o"], "projectId": "p"}, kpm.Cancellation())
+    assert (ctx.request_id, ctx.idempotency_key, ctx.org_id, ctx.project_id) == (None, None, None, "p")
+
+
 def test_a_dict_check_result_is_converted_when_written():
     wire = kpm.normalise_check_result({"passed": True, "at": decimal.Decimal("2.50")})
     assert kpm.to_json_text(wire) == ('{"passed":true,"at":"2.50"}', None)
