@@ -3766,19 +3766,41 @@ def _standin_str(value):
 
 
 def _standin_number(kind, value, what, noun):
-    """int(value) or float(value) the lax way pydantic does it (bool and str accepted)."""
+    """int(value) or float(value) the lax way pydantic does it (bool and str accepted): ASCII
+    digits only; an int's text may end in ".0", a float that becomes one must fit in 64 bits."""
     if isinstance(value, str):
+        text = value.strip()
         try:
-            return kind(value.strip())
-        except ValueError:
+            if kind is int:
+                if not _STANDIN_INT_TEXT.match(text):
+                    raise ValueError(text)
+                digits = text.split(".")[0]
+                if len(digits.lstrip("+-").replace("_", "")) > MAX_INT_DIGITS:
+                    raise _StandinBad("int_parsing_size", _STANDIN_INT_TOO_BIG)
+                return int(digits)
+            text.encode("ascii")   # float() would read other scripts' digits too
+            return float(text)
+        except (ValueError, UnicodeEncodeError):
             raise _StandinBad("%s_parsing" % kind.__name__, "Input should be a valid %s, "
                               "unable to parse string as %s" % (what, noun)) from None
     if not isinstance(value, (int, float)):
         raise _StandinBad("%s_type" % kind.__name__, "Input should be a valid %s" % what)
-    if kind is int and isinstance(value, float) and not value.is_integer():
-        raise _StandinBad("int_from_float",
-                          "Input should be a valid integer, got a number with a fractional part")
-    return kind(value)
+    if kind is int and isinstance(value, float):
+        if not is_finite(value):
+            raise _StandinBad("finite_number", "Input should be a finite number")
+        if not value.is_integer():
+            raise _StandinBad("int_from_float",
+                              "Input should be a valid integer, got a number with a fractional part")
+        if not -2.0 ** 63 < value < 2.0 ** 63:
+            raise _StandinBad("int_parsing_size", _STANDIN_INT_TOO_BIG)
+    try:
+        return kind(value)
+    except OverflowError:   # an int too big for a float
+        raise _StandinBad("float_type", "Input should be a valid number") from None
+
+
+_STANDIN_INT_TEXT = re.compile(r"[+-]?[0-9]+(?:_[0-9]+)*(?:\.0+)?\Z")
+_STANDIN_INT_TOO_BIG = "Unable to parse input string as an integer, exceeded maximum size"
 
 
 @_standin_scalar
@@ -3885,8 +3907,8 @@ class _StandinRecord:
             if key is not None:
                 used.add(key)
                 value = data[key]
-                if value is not None or default is not None:
-                    value = convert(value, path + _pointer((wire,)), issues)
+                if value is not None or default is not None:   # an issue names the key as sent, as pydantic's does
+                    value = convert(value, path + _pointer((key,)), issues)
             elif default is _STANDIN_REQUIRED:
                 issues.append(_standin_issue(path + _pointer((wire,)), "missing", "Field required"))
                 value = None

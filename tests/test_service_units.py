@@ -289,6 +289,31 @@ def test_a_context_id_that_is_not_a_string_is_dropped_as_the_sdk_drops_it():
     assert (ctx.request_id, ctx.idempotency_key, ctx.org_id, ctx.project_id) == (None, None, None, "p")
 
 
+TRACE_IDS = {"runId": "r", "tenantId": "t"}
+
+
+@pytest.mark.parametrize("sent, name, value", [
+    ({"turnNumber": "5.0"}, "turn_number", 5), ({"turnNumber": " +7 "}, "turn_number", 7),
+    ({"turnNumber": "1_000"}, "turn_number", 1000), ({"turnNumber": 9.2e18}, "turn_number", 9200000000000000000),
+    ({"totalCostUsd": "1e400"}, "total_cost_usd", float("inf")), ({"durationMs": ".5"}, "duration_ms", 0.5),
+])
+def test_trace_numbers_are_read_as_pydantic_reads_them(sent, name, value):
+    assert getattr(kpm.RunTrace.from_wire(dict(TRACE_IDS, **sent)), name) == value
+
+
+@pytest.mark.parametrize("sent, path, keyword", [
+    ({"turnNumber": "\u0661\u0662"}, "/turnNumber", "int_parsing"), ({"turnNumber": "5.5"}, "/turnNumber", "int_parsing"),
+    ({"turnNumber": 1e19}, "/turnNumber", "int_parsing_size"), ({"turnNumber": "1" * 4301}, "/turnNumber", "int_parsing_size"),
+    ({"turnNumber": float("nan")}, "/turnNumber", "finite_number"), ({"totalCostUsd": "\uff11"}, "/totalCostUsd", "float_parsing"),
+    ({"totalCostUsd": 10 ** 400}, "/totalCostUsd", "float_type"),
+    ({"org_id": 5}, "/org_id", "string_type"),   # named by the key it was sent under, as pydantic names it
+])
+def test_trace_values_pydantic_refuses_are_refused_alike(sent, path, keyword):
+    with pytest.raises(kpm.ValidationError) as refused:
+        kpm.RunTrace.from_wire(dict(TRACE_IDS, **sent))
+    assert [(i["instancePath"], i["keyword"]) for i in refused.value.issues] == [(path, keyword)]
+
+
 def test_a_dict_check_result_is_converted_when_written():
     wire = kpm.normalise_check_result({"passed": True, "at": decimal.Decimal("2.50")})
     assert kpm.to_json_text(wire) == ('{"passed":true,"at":"2.50"}', None)
