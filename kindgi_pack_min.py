@@ -3760,14 +3760,29 @@ def _standin_scalar(convert):
 
 @_standin_scalar
 def _standin_str(value):
-    if not isinstance(value, str):
-        raise _StandinBad("string_type", "Input should be a valid string")
-    return value
+    """A str, the lax way pydantic takes one: bytes as UTF-8, an Enum as its value."""
+    if isinstance(value, str):
+        return value
+    if isinstance(value, (bytes, bytearray)):
+        try:
+            return value.decode("utf-8")
+        except UnicodeDecodeError:
+            raise _StandinBad("string_unicode", "Input should be a valid string, "
+                              "unable to parse raw data as a unicode string") from None
+    enum = sys.modules.get("enum")
+    if enum is not None and isinstance(value, enum.Enum) and isinstance(value.value, (str, int)) \
+            and not isinstance(value.value, bool):
+        return str(value.value)
+    raise _StandinBad("string_type", "Input should be a valid string")
 
 
 def _standin_number(kind, value, what, noun):
-    """int(value) or float(value) the lax way pydantic does it (bool and str accepted): ASCII
+    """int(value) or float(value) the lax way pydantic does it (bool, text, Decimal accepted): ASCII
     digits only; an int's text may end in ".0", a float that becomes one must fit in 64 bits."""
+    if isinstance(value, bytes):
+        value = value.decode("utf-8", "replace")
+    elif _is_a(value, "decimal", "Decimal"):
+        value = float(value)
     if isinstance(value, str):
         text = value.strip()
         try:
@@ -3819,23 +3834,34 @@ _STANDIN_BOOL_WORDS = {"true": True, "t": True, "yes": True, "y": True, "on": Tr
 
 @_standin_scalar
 def _standin_bool(value):
+    """A bool, the lax way pydantic takes one: one of its words (any case, no spaces), or a
+    number that is 0 or 1; another whole number is "unable to interpret", anything else not one."""
     if isinstance(value, bool):
         return value
-    if isinstance(value, (int, float)) and value in (0, 1):
-        return bool(value)
-    if isinstance(value, str) and value.strip().lower() in _STANDIN_BOOL_WORDS:
-        return _STANDIN_BOOL_WORDS[value.strip().lower()]
-    if isinstance(value, (str, int, float)):
-        raise _StandinBad("bool_parsing",
-                          "Input should be a valid boolean, unable to interpret input")
+    if isinstance(value, bytes):
+        value = value.decode("utf-8", "replace")
+    if isinstance(value, str):
+        if value.lower() in _STANDIN_BOOL_WORDS:
+            return _STANDIN_BOOL_WORDS[value.lower()]
+        raise _StandinBad("bool_parsing", _STANDIN_NOT_A_BOOL)
+    number = value if isinstance(value, (int, float)) or _is_a(value, "decimal", "Decimal") else None
+    if number is not None and number in (0, 1):
+        return bool(number)
+    if number is not None and number == number and number % 1 == 0 and -2 ** 63 <= number < 2 ** 63:
+        raise _StandinBad("bool_parsing", _STANDIN_NOT_A_BOOL)
     raise _StandinBad("bool_type", "Input should be a valid boolean")
 
 
-@_standin_scalar
-def _standin_dict(value):
+_STANDIN_NOT_A_BOOL = "Input should be a valid boolean, unable to interpret input"
+
+
+def _standin_dict(value, path, issues):
+    """A dict with str keys (``dict[str, Any]``), the keys taken as ``_standin_str`` takes them."""
     if not isinstance(value, Mapping):
-        raise _StandinBad("dict_type", "Input should be a valid dictionary")
-    return dict(value)
+        issues.append(_standin_issue(path, "dict_type", "Input should be a valid dictionary"))
+        return None
+    keys = {key: _standin_str(key, path + _pointer((key, "[key]")), issues) for key in value}
+    return {keys[key]: item for key, item in value.items()}
 
 
 @_standin_scalar

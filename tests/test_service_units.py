@@ -314,6 +314,33 @@ def test_trace_values_pydantic_refuses_are_refused_alike(sent, path, keyword):
     assert [(i["instancePath"], i["keyword"]) for i in refused.value.issues] == [(path, keyword)]
 
 
+class Verdict(enum.Enum):
+    FINE = "fine"
+
+
+@pytest.mark.parametrize("passed, expected", [("Yes", True), ("OFF", False), (b"true", True), (1.0, True),
+                                              (decimal.Decimal("0"), False)])
+def test_a_check_result_takes_for_passed_what_pydantic_takes(passed, expected):
+    assert kpm.CheckResult(passed=passed).passed is expected
+
+
+def test_a_check_results_text_and_keys_are_taken_as_pydantic_takes_them():
+    result = kpm.CheckResult(passed=True, reason=b"why", judge_response=Verdict.FINE, attributes={b"k": 1})
+    assert (result.reason, result.judge_response, result.attributes) == ("why", "fine", {"k": 1})
+
+
+@pytest.mark.parametrize("fields, path, keyword", [
+    ({"passed": " true"}, "/passed", "bool_parsing"), ({"passed": 2}, "/passed", "bool_parsing"),
+    ({"passed": 0.5}, "/passed", "bool_type"), ({"passed": 2 ** 63}, "/passed", "bool_type"),
+    ({"passed": True, "reason": b"\xff"}, "/reason", "string_unicode"), ({"passed": True, "reason": 5}, "/reason", "string_type"),
+    ({"passed": True, "attributes": {1: "x"}}, "/attributes/1/[key]", "string_type"),
+])
+def test_a_check_result_refuses_what_pydantic_refuses(fields, path, keyword):
+    with pytest.raises(kpm.ValidationError) as refused:
+        kpm.CheckResult(**fields)
+    assert [(i["instancePath"], i["keyword"]) for i in refused.value.issues] == [(path, keyword)]
+
+
 def test_a_dict_check_result_is_converted_when_written():
     wire = kpm.normalise_check_result({"passed": True, "at": decimal.Decimal("2.50")})
     assert kpm.to_json_text(wire) == ('{"passed":true,"at":"2.50"}', None)
