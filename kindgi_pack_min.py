@@ -1406,8 +1406,8 @@ def parse_head(lines):
     hosts = 0
     for line in lines[1:]:
         name, value = field_line(line)
-        if name == "content-length":
-            lengths.add(value)
+        if name == "content-length":   # "5, 5", as a proxy may join two of them, is the same 5 (RFC 9110 8.6)
+            lengths.update(part.strip() for part in value.split(","))
         elif name == "host":
             hosts += 1
         headers[name] = headers[name] + ", " + value if name in headers else value

@@ -80,6 +80,8 @@ def test_the_first_byte_is_reported_once_a_head_begins():
      "Content-Length together with Transfer-Encoding"),
     (b"POST / HTTP/1.1\r\ncontent-length: 1\r\ncontent-length: 2\r\n\r\n", 400, "Malformed Content-Length"),
     (b"POST / HTTP/1.1\r\ncontent-length: \xd9\xa1\r\n\r\n", 400, "Malformed Content-Length"),
+    (b"POST / HTTP/1.1\r\ncontent-length: 5, 6\r\n\r\n", 400, "Malformed Content-Length"),
+    (b"POST / HTTP/1.1\r\ncontent-length: 5,\r\n\r\n", 400, "Malformed Content-Length"),
     (b"POST / HTTP/1.1\r\ntransfer-encoding: gzip\r\n\r\n", 501, "Unsupported Transfer-Encoding"),
     (b"POST / HTTP/1.0\r\ntransfer-encoding: chunked\r\n\r\n", 400, "Unsupported Transfer-Encoding"),
     (b"GET / HTTP/1.1\r\nConnection: close\r\n\r\n", 400, "Missing Host header"),
@@ -90,6 +92,12 @@ def test_a_bad_head_is_refused_with_its_reason(data, status, message):
     with pytest.raises(kpm.HttpError) as caught:
         head(data)
     assert (caught.value.status, caught.value.message) == (status, message)
+
+
+def test_the_same_content_length_twice_is_one_length():
+    """Two equal headers, or the list a proxy may join them into (RFC 9110, section 8.6)."""
+    for lengths in (b"content-length: 5\r\ncontent-length: 5", b"content-length: 5, 5", b"content-length: 5 ,5"):
+        assert head(b"POST / HTTP/1.1\r\nHost: a\r\n" + lengths + b"\r\n\r\n").length == 5
 
 
 def test_an_http10_request_needs_no_host():
