@@ -2770,7 +2770,7 @@ class PackService:
         self.lock = threading.Lock()
         # One Condition for all calls, not an Event each: only a call that loses the race to settle waits.
         self.settled = threading.Condition(self.lock)
-        self.watchman = None
+        self.server = self.watchman = None   # set by serve()
         index = pack.index
         tools = [dict([("id", e.id)] + ([("version", e.version)] if e.version else [])) for e in index.tools]
         checks = list(dict.fromkeys(e.check_id for e in index.checks))
@@ -3005,6 +3005,19 @@ class PackHTTPServer(ThreadingHTTPServer):
         self._date = (0, "")
         ThreadingHTTPServer.__init__(self, address, PackRequestHandler)
 
+    def let_go(self):
+        """In a process pack code forked: close its copies of the listening socket and the callers'.
+
+        Else, while the child lives on after the service stops, connections to
+        the port would wait on a socket nobody accepts from and a new service
+        could not bind it; and a caller would not see its connection close.
+        """
+        for sock in [self.socket] + [handler.connection for handler in list(self.handlers)]:
+            try:
+                sock.close()
+            except OSError:
+                pass
+
     def server_bind(self):
         # HTTPServer.server_bind also looks up the host's FQDN: a DNS query at boot for nothing.
         socketserver.TCPServer.server_bind(self)
@@ -3220,13 +3233,16 @@ class Lifecycle:
         It would share the wake-up pipe: a SIGTERM to the child
         (``Pool.terminate``) would drain the service, and the child would
         not die of it.  So the child gets the handling of a new interpreter,
-        and writes its own records.
+        and writes its own records.  It would also hold the service's
+        sockets open: so it closes its copies (``PackHTTPServer.let_go``).
         """
         signal.set_wakeup_fd(-1)
         signal.signal(signal.SIGTERM, signal.SIG_DFL)
         signal.signal(signal.SIGINT, signal.default_int_handler)
         if self.records is not None:
             self.records.after_fork()
+        if self.service is not None:
+            self.service.server.let_go()
 
     def _forking(self, fork):
         """Python 3.6: ``fork``, then ``_in_a_forked_child`` in the child."""
@@ -3415,7 +3431,7 @@ def serve(config, records, service, lifecycle):
         records.write("error", "The pack service failed to boot", event="boot-failed", always=True,
                       fields={"problems": ["Cannot listen on %s port %d: %s" % (host, config.port, exc)]})
         return 1
-    service.watchman = Watchman(server)
+    service.server, service.watchman = server, Watchman(server)
     service.watchman.start()
     index = service.pack.index
     port = server.server_address[1]

@@ -23,6 +23,7 @@ import os
 import select
 import shutil
 import signal
+import socket
 import struct
 import subprocess
 import termios
@@ -443,7 +444,7 @@ def test_a_second_signal_does_not_wait_for_the_exit_handlers(launcher, tmp_path)
 
 
 FORKING_CODE = '''
-import multiprocessing, time
+import multiprocessing, os, time
 from kindgi import tool
 from kindgi.log import get_logger
 
@@ -461,6 +462,19 @@ def fork(input, ctx):
 
 def log_and_leave(tag):
     get_logger("pack.child").info("from the child", tag=tag)
+
+
+@tool(description="A test tool.", input={"type": "object"}, output={}, id="outlive", version="1.0.0")
+def outlive(input, ctx):
+    """A forked worker left running, as a pool a module keeps would leave one."""
+    pid = os.fork()
+    if pid == 0:   # its own output elsewhere, so that the test sees the service's stderr end
+        devnull = os.open(os.devnull, os.O_WRONLY)
+        os.dup2(devnull, 1)
+        os.dup2(devnull, 2)
+        time.sleep(30)
+        os._exit(0)
+    return {"pid": pid}
 
 
 @tool(description="A test tool.", input={"type": "object"}, output={}, id="child-logs", version="1.0.0")
@@ -487,6 +501,24 @@ def test_a_stop_signal_to_a_child_pack_code_forked_is_the_childs_own(launcher, t
     time.sleep(0.3)   # a drain begun by the child's signal would show by now
     assert service.request("GET", "/readyz", token=False).status == 200, "the child's SIGTERM drained the service"
     assert service.records_of("draining") == []
+
+
+def test_a_child_pack_code_forked_lets_go_of_the_services_sockets(launcher, tmp_path):
+    """It held the listening socket: once the service stopped, connections to the port waited on
+    it and a new service could not bind the port, while the child lived."""
+    pack = PackWriter(tmp_path)
+    pack.module("tools/fork.py", FORKING_CODE)
+    pack.tool("outlive", "tools/fork.py", version="1.0.0")
+    service = launcher.start(pack.write())
+    child = service.call_tool("outlive", {}).json["output"]["pid"]
+    try:
+        service.signal(signal.SIGTERM)
+        assert service.wait_exit() == 0
+        os.kill(child, 0)   # still alive
+        with pytest.raises(ConnectionRefusedError):
+            socket.create_connection(("127.0.0.1", service.port), timeout=5).close()
+    finally:
+        os.kill(child, signal.SIGKILL)
 
 
 def test_a_child_pack_code_forked_writes_its_own_records_once(launcher, tmp_path):
