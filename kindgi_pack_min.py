@@ -2922,14 +2922,17 @@ class PackService:
         if exc is not None:
             text = "%s: %s: %s" % (text, type(exc).__name__, _safe_str(exc))
         # From a task's __del__ this runs in any thread, maybe one holding the records' lock: a timeout, never a wait.
-        self.records.write("warn", "Async pack code: %s" % text, event="pack-task-error",
-                           fields={"stack": format_stack(exc)} if exc is not None else None, lock_timeout=0.5)
+        token = self.records.token   # the text is pack code's: masked as its own records are
+        self.records.write("warn", "Async pack code: %s" % scrub_text(text, token), event="pack-task-error",
+                           fields={"stack": scrub_text(format_stack(exc), token)} if exc is not None else None,
+                           lock_timeout=0.5)
 
     def failed(self, exc, what):
         """The service itself failed: a ``service-error`` record, and the 500 answer's body."""
         text = "%s: %s" % (type(exc).__name__, _safe_str(exc))
-        self.records.write("error", "%s failed inside the service: %s" % (what, text), event="service-error",
-                           fields={"stack": format_stack(exc)})
+        token = self.records.token   # the text may hold pack code's values: masked as its records are
+        self.records.write("error", "%s failed inside the service: %s" % (what, scrub_text(text, token)),
+                           event="service-error", fields={"stack": scrub_text(format_stack(exc), token)})
         return error_body(text)
 
     def call_settled(self, call):
@@ -3151,8 +3154,9 @@ class PackHTTPServer(ThreadingHTTPServer):
         return cached[1]
 
     def handle_error(self, request, client_address):
-        self.service.records.write("error", "Connection failed inside the service",
-                                   event="service-error", fields={"stack": format_stack(sys.exc_info()[1])})
+        records = self.service.records
+        records.write("error", "Connection failed inside the service", event="service-error",
+                      fields={"stack": scrub_text(format_stack(sys.exc_info()[1]), records.token)})
 
 
 # ---------------------------------------------------------------------------
@@ -3487,8 +3491,8 @@ def main(argv=None):
     try:
         pack, kindgi, missing = boot(config, records, dropped)
     except BootFailed as exc:
-        records.write("error", "The pack service failed to boot", event="boot-failed", always=True,
-                      fields={"problems": exc.problems})
+        records.write("error", "The pack service failed to boot", event="boot-failed", always=True,   # pack code's
+                      fields={"problems": [scrub_text(problem, records.token) for problem in exc.problems]})
         return 1
     lifecycle.take_back_signals()
     if config.check_only:

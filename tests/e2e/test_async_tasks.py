@@ -37,7 +37,7 @@ async def write_later(path, seconds):
 
 
 async def fail():
-    raise ValueError("lost in the background")
+    raise ValueError("lost in the background, with Bearer abc.def")
 
 
 async def exit_quietly():
@@ -192,8 +192,8 @@ def test_a_failing_task_is_a_record_and_stderr_stays_json(service):
         assert service.call_tool("fails", {}).json["output"] == {"started": True}
     record = service.wait_record("pack-task-error")
     assert record["level"] == "warn"
-    assert "ValueError: lost in the background" in record["message"]
-    assert "lost in the background" in record["stack"]
+    assert "ValueError: lost in the background, with Bearer [redacted]" in record["message"]
+    assert "lost in the background" in record["stack"] and "abc.def" not in record["stack"]   # masked as pack records are
     service.signal(signal.SIGTERM)
     assert service.wait_exit() == 0
     for line in service.raw_stderr:

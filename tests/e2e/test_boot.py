@@ -298,6 +298,14 @@ def test_every_import_error_is_a_problem(launcher, tmp_path):
     assert problems[6].startswith("syntax: ")
 
 
+def test_secrets_in_an_import_error_are_masked(launcher, tmp_path):
+    """The problem is pack code's text: masked as its records are, as the official service masks it."""
+    pack = echo_pack(tmp_path)
+    pack.module("tools/db.py", "raise RuntimeError('cannot reach postgres://app:hunter2@db/x with Bearer abc')\n")
+    pack.tool("db", "tools/db.py")
+    assert boot_problems(launcher, pack.write()) == ["db: cannot reach postgres://app:***@db/x with Bearer [redacted]"]
+
+
 def test_missing_modules_stop_the_boot_before_imports(launcher, tmp_path):
     pack = echo_pack(tmp_path)
     pack.module("tools/boom.py", "raise ImportError('import boom')\n")
