@@ -16,6 +16,7 @@ import os
 import pathlib
 import re
 import socket
+import subprocess
 import sys
 import uuid
 
@@ -459,9 +460,18 @@ def test_keys_that_only_look_a_little_secret(key):
     ("postgres://app:pw@db:5432/x and https://u:p@h/", "postgres://app:***@db:5432/x and https://u:***@h/"),
     ("kgi_bt_0123456789abcdefWXYZ kgi_ak_short kgi_lrk_x", "kgi_bt_\u2026WXYZ kgi_ak_\u2026 kgi_lrk_\u2026"),
     ("no secrets: https://host/path, kgi_x_y, Bearer", "no secrets: https://host/path, kgi_x_y, Bearer"),
+    ("-https://u:p@h x_ftp://u:p@h", "-https://u:***@h x_ftp://u:***@h"),
 ])
 def test_known_shapes_of_secrets_are_masked(text, scrubbed):
     assert kpm.scrub_text(text) == scrubbed
+
+
+def test_masking_a_long_string_takes_linear_time():
+    """A URL's scheme was looked for from every letter of "a.a.a…": 400,000 such characters held
+    the interpreter for minutes (and so the whole service).  Linear, they take milliseconds."""
+    done = subprocess.run([sys.executable, "-c", "import kindgi_pack_min as k; k.scrub_text('a.' * 200000)"],
+                          cwd=ROOT, timeout=60)
+    assert done.returncode == 0
 
 
 def test_fields_are_copied_with_cycles_depth_and_times_as_the_sdk_writes_them():
