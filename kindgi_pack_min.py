@@ -73,10 +73,12 @@ Threads, and what they share:
 
 Read without a lock, because a stale value is harmless: ``draining`` (set once,
 never cleared), ``saying_draining`` (set once, to a thread already started),
-``running`` for the early 503 (``admit`` checks again under the lock), a handler's phase and its deadline (the sweep sees the next value
-within half a second), ``PackService.answering`` and ``Records.waiting``
-(sets and lists: one ``add``, ``discard`` or ``append`` is atomic; the waiting
-records are taken only by the thread holding ``Records.lock``).
+``running`` for the early 503 (``admit`` checks again under the lock), a
+handler's phase and its deadline (the sweep sees the next value within half a
+second), ``PackService.answering`` and ``Records.waiting`` (sets and lists: one
+``add``, ``discard`` or ``append`` is atomic; the waiting records are taken only
+by the thread holding ``Records.lock``), and ``Call.stop_task`` (set once, and
+``settle`` sets the outcome first: see ``Call.cancel``).
 
 The sections below: limits; records; configuration; the environment (the
 token, the filter, which ``kindgi`` pack code gets); the pack; HTTP heads and
@@ -2604,6 +2606,8 @@ class Call:
     def cancel(self, reason):
         """Fire the call's cancellation, and stop its async task (``_cancel_task``) if it has one.
 
+        For an async call both happen on the loop, so a coroutine that holds
+        the loop (a ``time.sleep``) delays them, as on the official service.
         ``settle`` set the outcome first: a task that starts meanwhile sees it
         and is stopped by ``run_pack_code``.
         """
