@@ -4644,7 +4644,7 @@ def install_standin(get_logger=None):
 
     remove_standin()
     context = {"ToolContext": ToolContext, "Cancellation": Cancellation,
-               "CallCancelled": CallCancelled}
+               "CallCancelled": CallCancelled, "CancelReason": str}   # typing's Literal in the SDK
     trace = {"RunTrace": RunTrace, "ToolCallRecord": ToolCallRecord,
              "ToolResultRecord": ToolResultRecord, "ModelCallRecord": ModelCallRecord,
              "CheckResult": CheckResult}
@@ -4652,19 +4652,22 @@ def install_standin(get_logger=None):
               "http_tool": _standin_http_tool, "Tool": Tool, "Guardrail": Guardrail,
               "Agent": Agent, "Flow": Flow, "DefinitionError": DefinitionError,
               "RESERVED_CHECK_IDS": RESERVED_CHECK_IDS, "CheckResult": CheckResult,
-              "RunTrace": RunTrace, "ToolContext": ToolContext}
+              "RunTrace": RunTrace, "ToolContext": ToolContext,
+              "Primitive": (Tool, Guardrail, Agent, Flow)}   # a Union in the SDK: isinstance works alike
     modules = {
         "kindgi.pack.context": _standin_module("kindgi.pack.context", context, "Call context."),
         "kindgi.pack.trace": _standin_module("kindgi.pack.trace", trace, "Trace records."),
         "kindgi.pack.define": _standin_module("kindgi.pack.define", define, "Definitions."),
-        "kindgi.log": _standin_module("kindgi.log", {"get_logger": standin_get_logger},
-                                      "Logging for pack code."),
+        "kindgi.log": _standin_module("kindgi.log", {   # what pack code imports for type hints and masking too
+            "get_logger": standin_get_logger, "Logger": PackLogger, "noop_logger": _STANDIN_NOOP_LOGGER,
+            "REDACTED": "[redacted]", "scrub_text": lambda text: scrub_text(text)}, "Logging for pack code."),
     }
     modules["kindgi.pack"] = _standin_module("kindgi.pack", {
         "context": modules["kindgi.pack.context"], "trace": modules["kindgi.pack.trace"],
         "define": modules["kindgi.pack.define"]}, "Pack primitives.")
     top = dict(define, **context, **trace)
-    del top["RESERVED_CHECK_IDS"]
+    for name in ("RESERVED_CHECK_IDS", "Primitive", "CancelReason"):   # not at the SDK's top level
+        del top[name]
     top.update(__version__=STANDIN_VERSION, pack=modules["kindgi.pack"], log=modules["kindgi.log"])
     modules["kindgi"] = _standin_module("kindgi", top, "Stand-in for the Kindgi SDK "
                                         "(kindgi_pack_min, no SDK installed).")

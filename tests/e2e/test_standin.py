@@ -33,7 +33,9 @@ import kindgi.pack.context
 import kindgi.pack.define
 import kindgi.pack.trace
 from kindgi.pack.context import ToolContext as ContextToolContext
-from kindgi.log import get_logger
+from kindgi.log import get_logger, Logger, noop_logger, REDACTED, scrub_text
+from kindgi.pack.context import CancelReason
+from kindgi.pack.define import Primitive
 
 NAMES = ("tool", "guardrail", "http_tool", "Tool", "Guardrail", "Agent", "Flow", "ToolContext", "Cancellation",
          "CallCancelled", "CheckResult", "RunTrace", "ToolCallRecord", "ToolResultRecord", "ModelCallRecord",
@@ -131,6 +133,8 @@ def surface(input, ctx):
         "trace": trace_facts(),
         "context": context_facts(),
         "ctxType": isinstance(ctx, ToolContext),
+        "typing": [isinstance(ctx.log, Logger), callable(noop_logger.info), scrub_text("Bearer x") == "Bearer " + REDACTED,
+                   isinstance(plain, Primitive), CancelReason is not None],
     }
 
 
@@ -252,6 +256,11 @@ def test_every_top_level_name_imports(facts):
 
 def test_submodules_offer_the_same_objects(facts):
     assert facts["submodules"] == [True, True, True, True]
+
+
+def test_names_packs_import_for_type_hints_and_masking(facts):
+    """``Logger``, ``noop_logger``, ``REDACTED``, ``scrub_text``, ``CancelReason``, ``Primitive``."""
+    assert facts["typing"] == [True, True, True, True, True]
 
 
 def test_definitions_are_tools_and_guardrails(facts):
