@@ -730,10 +730,11 @@ class Config:
 
 def read_log_config(environ, config):
     """The three logging variables; a problem here is reported alone."""
-    level = environ.get("KINDGI_LOG_LEVEL", "").strip().lower()
+    raw = environ.get("KINDGI_LOG_LEVEL", "")
+    level = raw.strip().lower()
     if level:
         if level not in LEVELS:
-            return 'KINDGI_LOG_LEVEL must be one of error, warn, info, debug, trace, got "%s".' % level
+            return 'KINDGI_LOG_LEVEL must be one of error, warn, info, debug, trace, got "%s".' % raw
         config.log_level = level
     for entry in filter(None, (e.strip() for e in environ.get("KINDGI_LOG_LEVELS", "").split(","))):
         name, _, lv = entry.partition("=")
@@ -741,10 +742,11 @@ def read_log_config(environ, config):
             return ('KINDGI_LOG_LEVELS: "%s" isn\'t subsystem=level '
                     '(levels: error, warn, info, debug, trace).' % entry)
         config.log_levels[name.strip()] = lv.strip().lower()
-    fmt = environ.get("KINDGI_LOG_FORMAT", "").strip().lower()
+    raw = environ.get("KINDGI_LOG_FORMAT", "")
+    fmt = raw.strip().lower()
     if fmt:
         if fmt not in ("auto", "json", "pretty"):
-            return 'KINDGI_LOG_FORMAT must be auto, json or pretty, got "%s".' % fmt
+            return 'KINDGI_LOG_FORMAT must be auto, json or pretty, got "%s".' % raw
         config.log_format = fmt
     return None
 
@@ -859,7 +861,7 @@ def read_config(argv, environ, handoff=None):
             problems.append("PORT must be a port number, got %s" % json.dumps(port))
     cap = environ.get("KINDGI_PACK_SERVICE_MAX_CONCURRENCY")
     if cap is not None:
-        if DIGITS.match(cap.strip()) and int(cap) >= 1:
+        if DIGITS.match(cap) and int(cap) >= 1:   # digits only, as PORT
             config.max_concurrency = int(cap)
         else:
             problems.append("KINDGI_PACK_SERVICE_MAX_CONCURRENCY must be a positive integer")

@@ -136,7 +136,7 @@ def test_bad_port(launcher, port):
         "PORT must be a port number, got %s" % json.dumps(port)]
 
 
-@pytest.mark.parametrize("cap", ["", "0", "two"])
+@pytest.mark.parametrize("cap", ["", "0", "two", " 5"])   # digits only, as PORT and the official service
 def test_bad_concurrency_cap(launcher, cap):
     assert config_problems(launcher, {"KINDGI_PACK_SERVICE_MAX_CONCURRENCY": cap})["problems"] == [
         "KINDGI_PACK_SERVICE_MAX_CONCURRENCY must be a positive integer"]
@@ -150,6 +150,8 @@ def test_host_flag_without_value(launcher):
 @pytest.mark.parametrize("name,value,problem", [
     ("KINDGI_LOG_LEVEL", "loud", 'KINDGI_LOG_LEVEL must be one of error, warn, info, debug, trace, got "loud".'),
     ("KINDGI_LOG_FORMAT", "x", 'KINDGI_LOG_FORMAT must be auto, json or pretty, got "x".'),
+    ("KINDGI_LOG_LEVEL", "WARNING", 'KINDGI_LOG_LEVEL must be one of error, warn, info, debug, trace, got "WARNING".'),
+    ("KINDGI_LOG_FORMAT", " Text", 'KINDGI_LOG_FORMAT must be auto, json or pretty, got " Text".'),   # as sent
     ("KINDGI_LOG_LEVELS", "pack:debug",
      'KINDGI_LOG_LEVELS: "pack:debug" isn\'t subsystem=level (levels: error, warn, info, debug, trace).'),
 ])
