@@ -597,6 +597,8 @@ class PackLogger:
         self._bindings = dict(bindings or {})
 
     def _log(self, level, message, fields, in_message, kw):
+        """One record: the bindings, then the fields, then the keywords, masked as the SDK's
+        logger masks them (``redact_fields``); errors as ``error_fields``; ``err`` last."""
         records = self._records
         if not records.enabled(level, self._subsystem):
             return
