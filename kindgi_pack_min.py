@@ -1919,14 +1919,16 @@ class PackRequestHandler(BaseHTTPRequestHandler):
         service = self.service
         service.answering.discard(self)      # from now on the call itself counts for the drain
         service.watchman.watch(call)
-        status = 200
+        answer, status, failure = None, 200, None
         try:
             answer = call.run()
         except BaseException as exc:  # pack code's throws are answered inside: this is the service's bug
-            answer, status = service.failed(exc, "Call"), 500
+            failure = exc
         finally:
             service.watchman.forget(call)
             service.pack_code_returned()
+        if failure is not None:   # reported once the slot is free: formatting a stack takes milliseconds
+            answer, status = service.failed(failure, "Call"), 500
         if isinstance(answer, bytes):
             outcome = "ok" if status == 200 else "service-error"
         else:
