@@ -355,10 +355,11 @@ def redact_fields(value, token=None, depth=0, on_path=None):
         on_path.discard(id(value))
 
 
-def error_fields(exc, with_stack, token=None, depth=0):
-    """An exception in a pack's record: its name, scrubbed message, ``code`` (an ``OSError``'s
-    or an HTTP error's, say), stack when asked, and the exception it was raised from."""
-    fields = {"name": type(exc).__name__, "message": scrub_text(_safe_str(exc), token)}
+def error_fields(exc, with_stack, depth=0):
+    """An exception in a pack's record: its name, message, ``code`` (an ``OSError``'s or an HTTP
+    error's, say), stack when asked, and the exception it was raised from; ``redact_fields``
+    masks them with the rest."""
+    fields = {"name": type(exc).__name__, "message": _safe_str(exc)}
     try:
         code = getattr(exc, "code", None)
     except Exception:  # pack code's property
@@ -366,10 +367,10 @@ def error_fields(exc, with_stack, token=None, depth=0):
     if isinstance(code, (str, int)) and not isinstance(code, bool):
         fields["code"] = _safe_str(code)
     if with_stack:
-        fields["stack"] = scrub_text(format_stack(exc), token)
+        fields["stack"] = format_stack(exc)
     cause = exc.__cause__
     if cause is not None and depth < 3:
-        fields["cause"] = error_fields(cause, with_stack, token, depth + 1)
+        fields["cause"] = error_fields(cause, with_stack, depth + 1)
     return fields
 
 
@@ -612,13 +613,14 @@ class PackLogger:
         token = records.token
         reserved = {key: merged.pop(key) for key in RESERVED_KEYS if key in merged}
         err = merged.pop("err", _NO_ERROR)
-        out = redact_fields({key: error_fields(value, level == "error", token) if isinstance(value, BaseException)
+        out = redact_fields({key: error_fields(value, level == "error") if isinstance(value, BaseException)
                              else value for key, value in merged.items()}, token)
         if reserved:   # kept, but where they can't pass for the record's own (a `listening` of pack code's)
             out["fields"] = redact_fields(reserved, token)
         if err is not _NO_ERROR:   # the error last, as the SDK writes it; its stack at error, or when debugging
-            out["err"] = error_fields(err, level == "error" or records.enabled("debug", self._subsystem),
-                                      token) if isinstance(err, BaseException) else scrub_text(_safe_str(err), token)
+            with_stack = level == "error" or records.enabled("debug", self._subsystem)
+            out["err"] = redact_fields(error_fields(err, with_stack) if isinstance(err, BaseException) else _safe_str(err),
+                                       token)
         stated = [key for key in in_message or () if key in out and key != "err"]
         if stated:   # the fields the message states, of those the record has: a pretty line leaves them out
             out["inMessage"] = stated
@@ -1419,7 +1421,9 @@ def parse_head(lines):
     hosts = 0
     for line in lines[1:]:
         name, value = field_line(line)
-        if name == "content-length":   # "5, 5", as a proxy may join two of them, is the same 5 (RFC 9110 8.6)
+        if name == "content-length" and "," not in value:
+            lengths.add(value)
+        elif name == "content-length":   # "5, 5", as a proxy may join two of them, is the same 5 (RFC 9110 8.6)
             lengths.update(part.strip() for part in value.split(","))
         elif name == "host":
             hosts += 1
