@@ -60,6 +60,12 @@ Threads, and what they share:
                      async call
     child            asyncio (3.6 and 3.7)    waits for one child process of async pack code
 
+The service's threads come from ``start_thread``, and each has a way on
+when the process is at its limit of threads: a new connection is answered
+503, a settle is tried again next tick, the drain and the last records run
+in the thread at hand, and the first async call fails with a message that
+says so (the next one starts the loop).
+
     lock                       guards
     Records.lock               the stderr file descriptor, and the batch being written
     PackService.lock           running / unanswered counts, the memory budget, draining
@@ -247,6 +253,26 @@ class Limits:
     overflow = 1.0         # a request on a connection over the cap (probes only)
 
     NAMES = ("silence", "first_request", "head", "body", "write", "drain", "exit_handlers", "linger", "overflow")
+
+
+AT_THREAD_LIMIT = "the process is at its limit of threads (a container's pids limit, or ulimit -u)"
+
+
+def start_thread(target, name, *args):
+    """Start a daemon thread running ``target(*args)``: the thread, or None when the process
+    can't have another (a container's pids limit, ``ulimit -u``, no memory for its stack).
+
+    Every thread of the service's goes through here.  At boot, one that
+    can't start fails the boot; once serving, each caller has a way on
+    without one: a service at its thread limit still answers, keeps
+    deadlines and drains.
+    """
+    thread = threading.Thread(target=target, args=args, name=name, daemon=True)
+    try:
+        thread.start()
+    except RuntimeError:   # "can't start new thread"
+        return None
+    return thread
 
 
 # ---------------------------------------------------------------------------
@@ -517,9 +543,10 @@ class Records:
         self.writer = None
 
     def start_writer(self):
-        """From now on, records are written in batches by a thread of their own."""
-        self.writer = threading.Thread(target=self._write_batches, name="records", daemon=True)
-        self.writer.start()
+        """From now on, records are written in batches by a thread of their own: False when the
+        process can't start one."""
+        self.writer = start_thread(self._write_batches, "records")
+        return self.writer is not None
 
     def _write_batches(self):
         while True:
@@ -2613,6 +2640,10 @@ class Call:
         """The deadline passed before pack code returned (the watchman calls this, in a thread)."""
         self.settle("deadline-exceeded", self.error("deadline-exceeded", "%s passed its deadline" % self.target_id))
 
+    def hang_up(self):
+        """The caller left before pack code returned (the watchman calls this, in a thread)."""
+        self.settle("cancelled")
+
     def cancel(self, reason):
         """Fire the call's cancellation, and stop its async task (``_cancel_task``) if it has one.
 
@@ -2649,16 +2680,17 @@ class Watchman:
         self.server = server
         self.selector = selectors.DefaultSelector()
         self.calls = {}
+        self.held = {}        # call -> (settle, thread name): waiting for a thread the process couldn't start
         self.lock = threading.Lock()
         self.wake_at = 0.0
         self.wake_r, self.wake_w = os.pipe()
         os.set_blocking(self.wake_r, False)
         os.set_blocking(self.wake_w, False)
         self.selector.register(self.wake_r, selectors.EVENT_READ)
-        self.thread = threading.Thread(target=self._run, name="watchman", daemon=True)
 
     def start(self):
-        self.thread.start()
+        """Start the watchman's thread: False when the process can't start one."""
+        return start_thread(self._run, "watchman") is not None
 
     def watch(self, call):
         with self.lock:
@@ -2673,9 +2705,9 @@ class Watchman:
             self._unwatch_socket(call)
 
     def unsettled(self):
-        """The calls whose pack code is still running."""
+        """The calls whose pack code is still running, and those waiting for a thread to settle them."""
         with self.lock:
-            return list(self.calls)
+            return list(self.calls) + list(self.held)
 
     def _unwatch_socket(self, call):
         """Stop watching the call's socket; its deadline still stands."""
@@ -2693,34 +2725,57 @@ class Watchman:
             pass  # the pipe is full: the watchman is awake anyway
 
     def _run(self):
+        """Watch, for ever: an error in a round is recorded, and the next round comes a tick later."""
         next_sweep = 0.0
         while True:
-            now = time.monotonic()
-            with self.lock:
-                soonest = min((c.deadline for c in self.calls), default=now + self.TICK)
-                self.wake_at = min(soonest, now + self.TICK)
-                for call in self.calls:
-                    if not call.watched and not call.pipelined and now - call.started >= self.TICK:
-                        self._watch_socket(call)
             try:
-                events = self.selector.select(max(0.0, self.wake_at - now))
-            except (OSError, ValueError):
-                events = []
-            for key, _ in events:
-                if key.data is None:
-                    self._drain_wake_pipe()
-                else:
-                    self._check_caller(key.data)
-            now = time.monotonic()
+                next_sweep = self._watch(next_sweep)
+            except Exception as exc:  # the service's own bug: deadlines must still be kept
+                self.server.service.failed(exc, "The watchman")
+                time.sleep(self.TICK)
+
+    def _watch(self, next_sweep):
+        """One round: wait for the soonest deadline, a caller's socket or a tick; act on what came."""
+        with self.lock:
+            held, self.held = self.held, {}
+        for call, (settle, name) in held.items():
+            self._settle_apart(call, settle, name)
+        now = time.monotonic()
+        with self.lock:
+            soonest = min((c.deadline for c in self.calls), default=now + self.TICK)
+            self.wake_at = min(soonest, now + self.TICK)
+            for call in self.calls:
+                if not call.watched and not call.pipelined and now - call.started >= self.TICK:
+                    self._watch_socket(call)
+        try:
+            events = self.selector.select(max(0.0, self.wake_at - now))
+        except (OSError, ValueError):
+            events = []
+        for key, _ in events:
+            if key.data is None:
+                self._drain_wake_pipe()
+            else:
+                self._check_caller(key.data)
+        now = time.monotonic()
+        with self.lock:
+            expired = [c for c in self.calls if c.deadline <= now]
+        for call in expired:
+            self.forget(call)
+            self._settle_apart(call, call.expire, "deadline")
+        if now >= next_sweep:
+            self.server.sweep_connections(now)
+            next_sweep = now + self.SWEEP
+        return next_sweep
+
+    def _settle_apart(self, call, settle, name):
+        """Run ``settle`` in a thread of its own: a caller that doesn't read, or a cancellation
+        callback that blocks, can't hold up other calls' deadlines.  When the process can't start
+        a thread, it is tried again next round, and ``unsettled`` still names the call."""
+        if start_thread(settle, name) is None:
             with self.lock:
-                expired = [c for c in self.calls if c.deadline <= now]
-            for call in expired:
-                self.forget(call)
-                # A thread of its own: a caller that doesn't read can't hold up other deadlines.
-                threading.Thread(target=call.expire, name="deadline", daemon=True).start()
-            if now >= next_sweep:
-                self.server.sweep_connections(now)
-                next_sweep = now + self.SWEEP
+                self.held[call] = (settle, name)
+            self.server.service.out_of_threads("settling a call past its deadline or whose caller left "
+                                               "(tried again every %g s)" % self.TICK)
 
     def _watch_socket(self, call):
         try:
@@ -2747,8 +2802,7 @@ class Watchman:
             gone = True
         if gone:
             self.forget(call)
-            # A thread of its own: the cancellation runs pack code's callbacks, which may block.
-            threading.Thread(target=call.settle, args=("cancelled",), name="hang-up", daemon=True).start()
+            self._settle_apart(call, call.hang_up, "hang-up")
         else:
             call.pipelined = True
             self._unwatch_socket(call)
@@ -2792,6 +2846,7 @@ class PackService:
         # One Condition for all calls, not an Event each: only a call that loses the race to settle waits.
         self.settled = threading.Condition(self.lock)
         self.server = self.watchman = None   # set by serve()
+        self.next_thread_record = 0.0        # out_of_threads: when it may write again
         index = pack.index
         tools = [dict([("id", e.id)] + ([("version", e.version)] if e.version else [])) for e in index.tools]
         checks = list(dict.fromkeys(e.check_id for e in index.checks))
@@ -2894,7 +2949,8 @@ class PackService:
         with self.loop_lock:
             if self.loop is None:
                 import asyncio
-                self._start_event_loop(asyncio.new_event_loop())
+                if not self._start_event_loop(asyncio.new_event_loop()):
+                    raise RuntimeError("the event loop for async pack code could not start: " + AT_THREAD_LIMIT)
             return self.loop
 
     def keep_the_boot_event_loop(self):
@@ -2905,27 +2961,31 @@ class PackService:
         pool opened with ``run_until_complete``, or, before Python 3.10, any
         ``asyncio.Lock()`` or ``Queue()``, which take the main thread's loop
         when they are made.  A pack that never imported asyncio gets its
-        loop at its first async call.
+        loop at its first async call.  False when the loop's thread can't start.
         """
         asyncio = sys.modules.get("asyncio")
         if asyncio is None:
-            return
+            return True
         with warnings.catch_warnings():
             warnings.simplefilter("ignore", DeprecationWarning)   # 3.12 and 3.13, when it makes one
             try:
                 loop = asyncio.get_event_loop()
             except RuntimeError:   # Python 3.14: none was set
-                return
+                return True
         with self.loop_lock:
             if self.loop is None and not loop.is_closed() and not loop.is_running():
-                self._start_event_loop(loop)
+                return self._start_event_loop(loop)
+        return True
 
     def _start_event_loop(self, loop):
+        """Run ``loop`` in a thread of its own: False when the process can't start one."""
         loop.set_exception_handler(self.pack_task_failed)
         if sys.version_info < (3, 8):   # Python 3.6 and 3.7: their child watcher needs a main-thread loop
             sys.modules["asyncio"].set_child_watcher(threaded_child_watcher())
-        threading.Thread(target=self._run_event_loop, args=(loop,), name="event loop", daemon=True).start()
+        if start_thread(self._run_event_loop, "event loop", loop) is None:
+            return False
         self.loop = loop
+        return True
 
     def _run_event_loop(self, loop):
         sys.modules["asyncio"].set_event_loop(loop)
@@ -2956,6 +3016,15 @@ class PackService:
                            event="service-error", fields={"stack": scrub_text(format_stack(exc), token)})
         return error_body(text)
 
+    def out_of_threads(self, what):
+        """The process couldn't start a thread for ``what``: a record at most every 10 s."""
+        now = time.monotonic()
+        if now >= self.next_thread_record:
+            self.next_thread_record = now + 10.0
+            self.records.write("error", "Cannot start a thread for %s: %s; %d connections open"
+                               % (what, AT_THREAD_LIMIT, self.server.open_connections),
+                               event="out-of-threads")
+
     def call_settled(self, call):
         """A call's answer is out, or nobody waits for one: the drain has one fewer to wait for,
         and a connection thread that lost the race to settle the call may go on."""
@@ -2985,10 +3054,14 @@ class PackService:
         with self.lock:
             self.draining = True
         # From a thread of its own: a stderr nobody reads must not hold up the drain.
-        saying = threading.Thread(target=self.records.write, args=("info", "Draining: finishing the calls in flight"),
-                                  kwargs={"event": "draining", "always": True, "lock_timeout": 0.5}, daemon=True)
-        saying.start()
+        saying = start_thread(self.say_draining, "saying draining")
+        if saying is None:
+            self.say_draining()
         self.saying_draining = saying   # started first: Lifecycle.stop may join it from another thread
+
+    def say_draining(self):
+        self.records.write("info", "Draining: finishing the calls in flight", event="draining", always=True,
+                           lock_timeout=0.5)
 
     def wait_drained(self, seconds):
         """Until every call is settled and no answer is being written, or ``seconds`` pass."""
@@ -3093,12 +3166,13 @@ class PackHTTPServer(ThreadingHTTPServer):
             except OSError:
                 pass
             return self.shutdown_request(request)
-        try:
-            threading.Thread(target=self.serve_connection, args=(request, client_address, handler_class),
-                             daemon=True).start()
-        except BaseException:
+        if start_thread(self.serve_connection, "connection", request, client_address, handler_class) is None:
+            self.service.out_of_threads("a new connection (answered 503)")
+            try:
+                request.sendall(CONNECTIONS_FULL)
+            except OSError:
+                pass
             self.connection_ended(request, handler_class)
-            raise
 
     def make_room_for_a_probe(self):
         """Shut the probes-only connection that has waited longest without a request; the caller
@@ -3210,8 +3284,7 @@ class Lifecycle:
         self.exit_handlers_once = threading.Lock()   # taken by the first stop, which runs them
         self.wake_r, self.wake_w = os.pipe()
         os.set_blocking(self.wake_w, False)
-        self.thread = threading.Thread(target=self._run, name="lifecycle", daemon=True)
-        self.thread.start()
+        self.thread = start_thread(self._run, "lifecycle")   # None: main() fails the boot
         for signum in STOP_SIGNALS:
             signal.signal(signum, self._on_signal)
         signal.set_wakeup_fd(self.wake_w)
@@ -3295,7 +3368,8 @@ class Lifecycle:
             self.lock.release()
         if self.service is None:
             self.stop(0)
-        threading.Thread(target=self._drain, name="drain", daemon=True).start()
+        if start_thread(self._drain, "drain") is None:
+            self._drain()   # here, then: a second signal waits for the drain's end
         self._next_stop_signal()
         self.stop(0)
 
@@ -3321,9 +3395,11 @@ class Lifecycle:
             saying_draining.join(1.0)
         if self.service is not None and self.exit_handlers_once.acquire(False):   # a second signal skips them
             self._run_exit_handlers(self.service.limits.exit_handlers)
-        last_words = threading.Thread(target=self._last_words, daemon=True)
-        last_words.start()
-        last_words.join(1.0)
+        last_words = start_thread(self._last_words, "last words")
+        if last_words is None:
+            self._last_words()
+        else:
+            last_words.join(1.0)
         os._exit(code)
 
     @staticmethod
@@ -3337,9 +3413,8 @@ class Lifecycle:
         it is not public, so where it is missing they don't run.
         """
         run = getattr(atexit, "_run_exitfuncs", None)
-        if run is not None:
-            runner = threading.Thread(target=run, name="exit handlers", daemon=True)
-            runner.start()
+        runner = start_thread(run, "exit handlers") if run is not None else None
+        if runner is not None:   # without a thread of their own they can't be bounded: they don't run
             runner.join(seconds)
 
     def _last_words(self):
@@ -3457,7 +3532,8 @@ def serve(config, records, service, lifecycle):
                       fields={"problems": ["Cannot listen on %s port %d: %s" % (host, config.port, exc)]})
         return 1
     service.server, service.watchman = server, Watchman(server)
-    service.watchman.start()
+    if not (service.watchman.start() and records.start_writer()):
+        return out_of_threads_at_boot(records)
     index = service.pack.index
     port = server.server_address[1]
     with lifecycle.lock:
@@ -3470,9 +3546,14 @@ def serve(config, records, service, lifecycle):
         # A signal came during the boot: the lifecycle thread writes `stopped` and exits; never `listening`.
         lifecycle.thread.join(service.limits.drain)
         return 0
-    records.start_writer()
     server.serve_forever(poll_interval=0.2)
     return 0
+
+
+def out_of_threads_at_boot(records):
+    records.write("error", "The pack service failed to boot", event="boot-failed", always=True,
+                  fields={"problems": ["Cannot start the service's threads: " + AT_THREAD_LIMIT]})
+    return 1
 
 
 def main(argv=None):
@@ -3497,6 +3578,8 @@ def main(argv=None):
         return 0
     records = make_records(config)
     records.token = config.token
+    if lifecycle.thread is None:
+        return out_of_threads_at_boot(records)
     if problems:
         message = problems[0] if len(problems) == 1 and problems[0].startswith("KINDGI_LOG") \
             else "The pack service configuration is invalid"
@@ -3521,7 +3604,8 @@ def main(argv=None):
                       event="check-passed", always=True)
         return 0
     service = PackService(config, records, pack, kindgi, missing)
-    service.keep_the_boot_event_loop()
+    if not service.keep_the_boot_event_loop():
+        return out_of_threads_at_boot(records)
     return serve(config, records, service, lifecycle)
 
 
