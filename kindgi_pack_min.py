@@ -228,6 +228,7 @@ MAX_WAITING_RECORDS = 4096           # beyond these, records are written by the 
 MAX_BATCHED_RECORD = 4096            # longer records are written at once
 PIPE_WRITE = 4096                    # a pipe never splits a write this long (PIPE_BUF on Linux; POSIX: 512+)
 JSON_CONTENT_TYPE = "application/json; charset=utf-8"
+BIG_ANSWER = 64 * 1024               # a longer answer body goes out in a write of its own, not copied after its head
 TEST_SETTINGS_VAR = "KINDGI_PACK_MIN_TEST"
 
 
@@ -1894,10 +1895,7 @@ class PackRequestHandler(BaseHTTPRequestHandler):
         started = time.monotonic()
         if request.header("expect", "").lower() == "100-continue" and request.length <= MAX_BODY:
             self.wfile.write(b"HTTP/1.1 100 Continue\r\n\r\n")
-        text = decode_utf8(self.read_body(request))
-        if text is not None:
-            self.hold_memory(json_parse_cost(text))
-        message, refused = read_envelope(text)
+        message, refused = read_envelope(self.read_text(request))   # the text is freed once parsed
         if refused is not None:
             return self.answer_invoke(refused, started)
         if message["kind"] == "invoke" and not service.tenant_ok(message["ctx"]["tenantId"]):
@@ -1908,6 +1906,13 @@ class PackRequestHandler(BaseHTTPRequestHandler):
         if refusal:
             return self.answer(503, refusal, RETRY)
         self.run_call(Call(self, message, started))
+
+    def read_text(self, request):
+        """The body as text (None when it is not UTF-8), the memory its parsing takes held."""
+        text = decode_utf8(self.read_body(request))
+        if text is not None:
+            self.hold_memory(json_parse_cost(text))
+        return text
 
     def read_body(self, request):
         """The whole body, held against the memory budget; never more than MAX_BODY."""
@@ -1994,11 +1999,17 @@ class PackRequestHandler(BaseHTTPRequestHandler):
             "".join(["%s: %s\r\n" % h for h in headers]),
             "connection: close\r\n" if self.close_connection else "")
         request = self.request_head
-        data = head.encode("ascii") if request is not None and request.method == "HEAD" \
-            else head.encode("ascii") + body
+        head = head.encode("ascii")
+        if request is not None and request.method == "HEAD":
+            pieces = (head,)
+        elif len(body) > BIG_ANSWER:
+            pieces = (head, body)   # a copy of a big body saved, for a second write
+        else:
+            pieces = (head + body,)
         self.set_phase("write", self.limits.write)
         try:
-            self.wfile.write(data)
+            for piece in pieces:
+                self.wfile.write(piece)
         except OSError:
             self.close_connection = True
         self.phase = "busy"
@@ -2471,6 +2482,12 @@ def _checked_output(call, entry, output):
     if entry.output_validator is None:
         return call.error("output-validation-failed", 'Tool "%s" output schema failed to compile: %s'
                           % (tool_id, entry.output_schema_error))
+    refused = _invalid_output(call, entry, output, text, what)   # the value it parsed is freed by now
+    return refused or result_body("result", "output", text)
+
+
+def _invalid_output(call, entry, output, text, what):
+    """The error answer when the output, as the JSON ``text`` says it, fails the tool's output schema."""
     try:
         value = load_json_text(text)
     except (ValueError, RecursionError) as exc:  # e.g. an int over the digit limit
@@ -2478,7 +2495,7 @@ def _checked_output(call, entry, output):
     if not entry.output_validator.is_valid(value):
         return validation_failed(call, "output-validation-failed", "%s that failed validation" % what,
                                  entry.output_validator, value)
-    return result_body("result", "output", text)
+    return None
 
 
 def normalise_check_result(result):
