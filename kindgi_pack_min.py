@@ -209,7 +209,7 @@ PROTOCOL_SCHEMA_VERSION = "2.7.0"
 MAX_BODY = 10 * 1024 * 1024          # 10 MiB; exactly this much is accepted
 MAX_CHUNK_FRAMING = 1024 * 1024      # chunk-size lines and extensions of one chunked body
 MAX_PARSE_BYTES = 56 * 1024 * 1024   # memory one body's JSON may take once parsed (json_parse_cost)
-MEMORY_BUDGET = 256 * 1024 * 1024    # bodies and their parsed JSON, all requests at once
+MEMORY_BUDGET = 256 * 1024 * 1024    # bodies and their parsed JSON, all requests at once (memory_budget)
 DEFAULT_TIMEOUT_MS = 120000
 MAX_TIMEOUT_MS = 10 ** 12            # "no upper cap": this is 31 years
 DEFAULT_MAX_CONCURRENCY = 32
@@ -1938,7 +1938,7 @@ class PackRequestHandler(BaseHTTPRequestHandler):
 
     def hold_memory(self, size):
         """Hold ``size`` bytes of the service's memory budget for this request, or refuse it."""
-        if size > MAX_PARSE_BYTES:
+        if size > MAX_PARSE_BYTES or size > self.service.memory_budget:   # more than it could ever hold
             raise HttpError(413, "Request body too large")
         if size > self.held:
             if not self.service.take_memory(size - self.held):
@@ -2856,6 +2856,7 @@ class PackService:
         self.running = 0
         self.unanswered = 0
         self.memory = 0
+        self.memory_budget = memory_budget(container_memory_limit(), resident_memory())
         self.loop = None               # the event loop of async pack code, once one runs
         self.loop_lock = threading.Lock()
         self.answering = set()
@@ -2917,9 +2918,9 @@ class PackService:
             self.running -= 1
 
     def take_memory(self, size):
-        """Hold ``size`` more bytes of MEMORY_BUDGET; False when they are not there."""
+        """Hold ``size`` more bytes of the memory budget; False when they are not there."""
         with self.lock:
-            if self.memory + size > MEMORY_BUDGET:
+            if self.memory + size > self.memory_budget:
                 return False
             self.memory += size
             return True
@@ -3469,6 +3470,61 @@ def missing_env_names(index, environ):
     return sorted({name for name in index.env_required if not environ.get(name)})
 
 
+def memory_budget(limit, resident):
+    """How much memory bodies and their parsed JSON may take, all requests at once.
+
+    MEMORY_BUDGET, or less under a container's memory ``limit`` (None: no
+    limit) that leaves less: a third of what the limit leaves the process,
+    ``resident`` at boot.  A call holds about twice its body against the
+    budget and, at its peak, takes two or three times that (the output, its
+    JSON text, the answer), so a third keeps calls that come together under
+    the limit: those over the budget get 503, where the kernel would have
+    killed the process and every call in it.
+    """
+    if limit is None:
+        return MEMORY_BUDGET
+    return min(MEMORY_BUDGET, max(0, limit - resident) // 3)
+
+
+def container_memory_limit():
+    """The memory limit of the process's cgroup (a container's) in bytes, or None when it has
+    none or none can be read.  cgroup v2 and v1; a container sees its own cgroup at the mount's
+    root."""
+    try:
+        with open("/proc/self/cgroup") as f:
+            lines = f.read().splitlines()
+    except OSError:
+        return None
+    for line in lines:
+        _, _, rest = line.partition(":")
+        controllers, _, path = rest.partition(":")
+        if controllers == "" and path:
+            root, limit_file = "/sys/fs/cgroup", "memory.max"
+        elif "memory" in controllers.split(","):
+            root, limit_file = "/sys/fs/cgroup/memory", "memory.limit_in_bytes"
+        else:
+            continue
+        for folder in (root + path, root):
+            try:
+                with open(os.path.join(folder, limit_file)) as f:
+                    limit = f.read().strip()
+            except OSError:
+                continue
+            if not DIGITS.match(limit) or int(limit) >= 1 << 60:   # "max", and v1's way of saying none
+                return None
+            return int(limit)
+    return None
+
+
+def resident_memory():
+    """The process's resident memory in bytes (not the page cache a cgroup's use counts too)."""
+    try:
+        with open("/proc/self/statm") as f:
+            return int(f.read().split()[1]) * os.sysconf("SC_PAGE_SIZE")
+    except (OSError, ValueError, IndexError):
+        return 0
+
+
 def connection_caps(wanted):
     """``(connections, probes)``: how many connections to serve, and how many more just for
     probes, so that both fit under the open-files limit (raised toward its hard limit first).
@@ -3558,6 +3614,7 @@ def serve(config, records, service, lifecycle):
             lifecycle.service = service
             records.write("info", "Listening on port %d" % port, event="listening", always=True,
                           fields={"port": port, "host": host, "maxConnections": max_connections,
+                                  "memoryBudget": service.memory_budget,
                                   "packId": index.pack_id, "artifactVersion": index.artifact_version})
     if lifecycle.service is None:
         # A signal came during the boot: the lifecycle thread writes `stopped` and exits; never `listening`.

@@ -357,3 +357,70 @@ def shared_path(*parts):
     if not path.exists():
         pytest.skip("%s is not here: ../shared sits beside the project only in CI and dev sessions" % path)
     return path
+
+
+class Cgroup:
+    """A cgroup of one controller (``pids``, ``memory``) that a test makes, puts the service in,
+    limits and removes: cgroup v1's hierarchy for the controller, or v2's with it switched on.
+
+    Only root can make one: ``cgroup(controller)`` skips the test where it can't.
+    """
+
+    LIMIT_FILES = {"pids": ("pids.max", "pids.max"), "memory": ("memory.limit_in_bytes", "memory.max")}
+
+    def __init__(self, path, limit_file):
+        self.path = path
+        self.limit_file = limit_file
+
+    @classmethod
+    def make(cls, controller):
+        v1, v2 = cls.LIMIT_FILES[controller]
+        for root, limit_file, switch in (("/sys/fs/cgroup/" + controller, v1, None),
+                                         ("/sys/fs/cgroup", v2, "/sys/fs/cgroup/cgroup.subtree_control")):
+            if not os.path.isfile(os.path.join(root, "cgroup.procs")):
+                continue
+            if switch is not None:
+                with open(switch) as f:
+                    if controller not in f.read().split():
+                        continue
+            path = os.path.join(root, "kindgi-pack-min-test-%d" % os.getpid())
+            try:
+                os.mkdir(path)
+            except OSError:
+                continue
+            if os.path.isfile(os.path.join(path, limit_file)):
+                return cls(path, limit_file)
+            os.rmdir(path)
+        return None
+
+    def limit(self, value):
+        with open(os.path.join(self.path, self.limit_file), "w") as f:
+            f.write(str(value))
+
+    def join(self):
+        """Put the calling process in the cgroup (a ``preexec_fn``: the service's own process)."""
+        with open(os.path.join(self.path, "cgroup.procs"), "w") as f:
+            f.write(str(os.getpid()))
+
+    def remove(self):
+        os.rmdir(self.path)
+
+
+@pytest.fixture
+def cgroup(launcher):
+    """``cgroup(controller)``: a fresh Cgroup, removed after the test, once the services it
+    started are stopped (a cgroup with a process in it can't be removed)."""
+    made = []
+
+    def make(controller):
+        group = Cgroup.make(controller)
+        if group is None:
+            pytest.skip("needs a %s cgroup it can make: root, with cgroup v1's %s hierarchy or v2's %s "
+                        "controller" % (controller, controller, controller))
+        made.append(group)
+        return group
+
+    yield make
+    launcher.stop_all()
+    for group in made:
+        group.remove()

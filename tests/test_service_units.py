@@ -631,3 +631,24 @@ def test_module_paths():
 
 def test_json_pointers():
     assert kpm._pointer(["a/b", "c~d", 0]) == "/a~1b/c~0d/0"
+
+
+# -- sizing from the container ---------------------------------------------------
+
+MiB = 1024 * 1024
+
+
+@pytest.mark.parametrize("limit, resident, budget", [
+    (None, 30 * MiB, kpm.MEMORY_BUDGET),             # no limit: the fixed budget
+    (2048 * MiB, 30 * MiB, kpm.MEMORY_BUDGET),       # a roomy limit: never more than the fixed budget
+    (192 * MiB, 30 * MiB, 54 * MiB),                 # a third of what the limit leaves
+    (64 * MiB, 70 * MiB, 0),                         # over its limit already: nothing to hand out
+])
+def test_the_memory_budget_is_a_third_of_what_the_containers_limit_leaves(limit, resident, budget):
+    assert kpm.memory_budget(limit, resident) == budget
+
+
+def test_the_containers_memory_limit_and_the_resident_memory_are_read():
+    limit = kpm.container_memory_limit()
+    assert limit is None or (isinstance(limit, int) and limit > 0)
+    assert 1 * MiB < kpm.resident_memory() < 1024 * MiB

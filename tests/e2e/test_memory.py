@@ -63,6 +63,13 @@ def hold(input, ctx):
     while not os.path.exists(os.path.join(HOLD_DIR, "release")) and time.monotonic() < end:
         time.sleep(0.05)
     return {"size": len(input)}
+
+
+@tool(id="hold-echo", description="A test tool.", input={"type": "object"}, output={})
+def hold_echo(input, ctx):
+    """Holds its input as ``hold`` does, then answers it: the biggest call a body can make."""
+    hold({}, ctx)
+    return input
 '''
 
 
@@ -185,3 +192,39 @@ def test_many_big_uploads_at_once_stay_within_the_budget(launcher, tmp_path):
         thread.join(60)
     assert sorted(set(statuses)) == [200, 503] and len(statuses) == 16, statuses
     assert_small_peak(svc, BUDGET + PER_REQUEST)
+
+
+def test_in_a_container_the_budget_follows_its_memory_limit(launcher, cgroup, tmp_path):
+    """A 192 MiB memory limit, where the 256 MiB budget would let the kernel kill the process:
+    eight 10 MiB uploads held at once and echoed are each answered, or refused 503, and the
+    process lives."""
+    memory = cgroup("memory")
+    memory.limit(192 * MiB)
+    held = tmp_path / "held"
+    held.mkdir()
+    pack = PackWriter(tmp_path)
+    pack.module("tools/t.py", TOOLS.replace("HOLD_DIR = None", "HOLD_DIR = %r" % str(held)))
+    pack.tool("hold-echo", "tools/t.py", input={})
+    svc = launcher.start(pack.write(), env={"KINDGI_PACK_MIN_TEST": "body=120"}, preexec_fn=memory.join)
+    budget = svc.records_of("listening")[0]["memoryBudget"]
+    assert 0 < budget < 192 * MiB // 3
+    data = fuzz.invoke_request(body("hold-echo", json.dumps("y" * (10 * MiB - 300))), [], TOKEN)
+    statuses = []
+
+    def upload():
+        with fuzz.connect(svc.port, 120) as sock:
+            fuzz.send_quietly(sock, data)
+            raw, _ = fuzz.read_answers(sock, want=1, idle=200, total=240)
+        statuses.extend(a.status for a in fuzz.parse_answers(raw)[0])
+
+    threads = [threading.Thread(target=upload) for _ in range(8)]
+    for thread in threads:
+        thread.start()
+    deadline = time.monotonic() + 120   # until each upload is held or refused, however busy the machine
+    while len(list(held.glob("held-*"))) + len(statuses) < 8 and time.monotonic() < deadline:
+        time.sleep(0.05)
+    (held / "release").touch()
+    for thread in threads:
+        thread.join(60)
+    assert svc.proc.poll() is None, "the process died: %s" % svc.raw_stderr[-3:]
+    assert sorted(set(statuses)) == [200, 503] and len(statuses) == 8, statuses

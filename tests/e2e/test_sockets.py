@@ -416,100 +416,57 @@ def test_out_of_file_descriptors_backs_off_and_recovers(launcher, tmp_path):
     assert len(svc.records_of("accept-failed")) <= 2, "the record is not rate-limited"
 
 
-def pids_cgroup():
-    """A pids cgroup this test may make (cgroup v1's pids hierarchy, or v2 with the controller on), or None."""
-    for root, controllers in (("/sys/fs/cgroup/pids", None), ("/sys/fs/cgroup", "/sys/fs/cgroup/cgroup.subtree_control")):
-        if not os.path.isfile(os.path.join(root, "cgroup.procs")):
-            continue
-        if controllers is not None:
-            with open(controllers) as f:
-                if "pids" not in f.read().split():
-                    continue
-        path = os.path.join(root, "kindgi-pack-min-test-%d" % os.getpid())
-        try:
-            os.mkdir(path)
-        except OSError:
-            continue
-        if os.path.isfile(os.path.join(path, "pids.max")):
-            return path
-        os.rmdir(path)
-    return None
-
-
 @pytest.mark.parametrize("limit", [1, 2, 3])
-def test_too_few_threads_to_boot_is_a_boot_failure(launcher, tmp_path, limit):
+def test_too_few_threads_to_boot_is_a_boot_failure(launcher, cgroup, tmp_path, limit):
     """The service's own threads (lifecycle, watchman, records) can't all start: one record, exit 1."""
-    cgroup = pids_cgroup()
-    if cgroup is None:
-        pytest.skip("needs a pids cgroup it can make: root, with cgroup v1's pids hierarchy or v2's pids controller")
-    try:
-        with open(os.path.join(cgroup, "pids.max"), "w") as f:
-            f.write(str(limit))   # the interpreter's main thread is one
-
-        def join_cgroup():
-            with open(os.path.join(cgroup, "cgroup.procs"), "w") as f:
-                f.write(str(os.getpid()))
-
-        svc = launcher.start(write_pack(tmp_path / "pack"), expect_listening=False, preexec_fn=join_cgroup)
-        assert svc.wait_exit(10) == 1
-        assert "limit of threads" in svc.wait_record("boot-failed", 5)["problems"][0]
-        assert not [line for line in svc.raw_stderr if not line.startswith("{")], svc.raw_stderr
-    finally:
-        os.rmdir(cgroup)
+    pids = cgroup("pids")
+    pids.limit(limit)   # the interpreter's main thread is one
+    svc = launcher.start(write_pack(tmp_path / "pack"), expect_listening=False, preexec_fn=pids.join)
+    assert svc.wait_exit(10) == 1
+    assert "limit of threads" in svc.wait_record("boot-failed", 5)["problems"][0]
+    assert not [line for line in svc.raw_stderr if not line.startswith("{")], svc.raw_stderr
 
 
-def test_out_of_threads_refuses_connections_and_still_keeps_deadlines_and_the_drain(launcher, tmp_path):
+def test_out_of_threads_refuses_connections_and_still_keeps_deadlines_and_the_drain(launcher, cgroup, tmp_path):
     """A container's pids limit: once the service can't start a thread, a new connection is answered
     503, calls past their deadline are answered once a thread frees, the watchman lives on, and
     SIGTERM still drains and exits."""
-    cgroup = pids_cgroup()
-    if cgroup is None:
-        pytest.skip("needs a pids cgroup it can make: root, with cgroup v1's pids hierarchy or v2's pids controller")
-
-    def join_cgroup():
-        with open(os.path.join(cgroup, "cgroup.procs"), "w") as f:
-            f.write(str(os.getpid()))
-
+    pids = cgroup("pids")
     svc = launcher.start(write_pack(tmp_path / "pack"), env={"KINDGI_PACK_MIN_TEST": "first_request=5"},
-                         preexec_fn=join_cgroup)
-    try:
-        warm_up(svc)
-        limit = settled(threads, svc) + 3   # room for three connections, and not a thread more
-        with open(os.path.join(cgroup, "pids.max"), "w") as f:
-            f.write(str(limit))
-        answers = []
-        callers = [threading.Thread(target=lambda: answers.append(svc.call_tool(
-            "sleep", {"s": 1}, headers={"kindgi-timeout-ms": "300"}, timeout=10))) for _ in range(3)]
-        for caller in callers:
-            caller.start()
-        end = time.monotonic() + 5
-        while threads(svc) < limit and time.monotonic() < end:
-            time.sleep(0.02)
-        assert svc.raw(invoke(message()), timeout=5).startswith(b"HTTP/1.1 503 Service Unavailable")
-        assert "limit of threads" in svc.wait_record("out-of-threads", 5)["message"]
-        for caller in callers:
-            caller.join(10)
-        assert [a.status for a in answers] == [200] * 3
-        assert all(a.json.get("code") == "deadline-exceeded" or "output" in a.json for a in answers), answers
+                         preexec_fn=pids.join)
+    warm_up(svc)
+    limit = settled(threads, svc) + 3   # room for three connections, and not a thread more
+    pids.limit(limit)
+    answers = []
+    callers = [threading.Thread(target=lambda: answers.append(svc.call_tool(
+        "sleep", {"s": 1}, headers={"kindgi-timeout-ms": "300"}, timeout=10))) for _ in range(3)]
+    for caller in callers:
+        caller.start()
+    end = time.monotonic() + 5
+    while threads(svc) < limit and time.monotonic() < end:
+        time.sleep(0.02)
+    assert svc.raw(invoke(message()), timeout=5).startswith(b"HTTP/1.1 503 Service Unavailable")
+    assert "limit of threads" in svc.wait_record("out-of-threads", 5)["message"]
+    for caller in callers:
+        caller.join(10)
+    assert [a.status for a in answers] == [200] * 3
+    assert all(a.json.get("code") == "deadline-exceeded" or "output" in a.json for a in answers), answers
 
-        # The watchman lived through it: with threads free again, a deadline is kept on time.
-        started = time.monotonic()
-        late = svc.call_tool("sleep", {"s": 2}, headers={"kindgi-timeout-ms": "300"}, timeout=10)
-        assert late.json["code"] == "deadline-exceeded" and time.monotonic() - started < 1.5
+    # The watchman lived through it: with threads free again, a deadline is kept on time.
+    started = time.monotonic()
+    late = svc.call_tool("sleep", {"s": 2}, headers={"kindgi-timeout-ms": "300"}, timeout=10)
+    assert late.json["code"] == "deadline-exceeded" and time.monotonic() - started < 1.5
 
-        # Every thread taken again, by connections that ask nothing: SIGTERM still drains and exits.
-        idle = [socket.create_connection(("127.0.0.1", svc.port), timeout=5) for _ in range(3)]
-        end = time.monotonic() + 5
-        while threads(svc) < limit and time.monotonic() < end:
-            time.sleep(0.02)
-        svc.signal()
-        assert svc.wait_exit(10) == 0
-        for sock in idle:
-            sock.close()
-        assert svc.records_of("draining") and svc.records_of("stopped")
-    finally:
-        svc.stop()
-        os.rmdir(cgroup)
+    # Every thread taken again, by connections that ask nothing: SIGTERM still drains and exits.
+    idle = [socket.create_connection(("127.0.0.1", svc.port), timeout=5) for _ in range(3)]
+    end = time.monotonic() + 5
+    while threads(svc) < limit and time.monotonic() < end:
+        time.sleep(0.02)
+    svc.signal()
+    assert svc.wait_exit(10) == 0
+    for sock in idle:
+        sock.close()
+    assert svc.records_of("draining") and svc.records_of("stopped")
 
 
 HOLD_FILES = '''\
