@@ -216,6 +216,7 @@ DEFAULT_MAX_CONCURRENCY = 32
 MAX_CONNECTIONS = 1024               # open connections served by a thread each
 PROBE_CONNECTIONS = 64               # more, over the cap, that may only ask /healthz or /readyz
 FD_HEADROOM = 128                    # file descriptors kept for everything but connections
+THREAD_HEADROOM = 32                 # threads kept, under a pids limit, for everything but connections
 MAX_HEAD_LINE = 8192
 MAX_HEAD_BYTES = 65536
 MAX_HEADERS = 100
@@ -2856,7 +2857,8 @@ class PackService:
         self.running = 0
         self.unanswered = 0
         self.memory = 0
-        self.memory_budget = memory_budget(container_memory_limit(), resident_memory())
+        self.memory_budget = memory_budget(cgroup_number("memory", "memory.limit_in_bytes", "memory.max"),
+                                           resident_memory())
         self.loop = None               # the event loop of async pack code, once one runs
         self.loop_lock = threading.Lock()
         self.answering = set()
@@ -3486,10 +3488,10 @@ def memory_budget(limit, resident):
     return min(MEMORY_BUDGET, max(0, limit - resident) // 3)
 
 
-def container_memory_limit():
-    """The memory limit of the process's cgroup (a container's) in bytes, or None when it has
-    none or none can be read.  cgroup v2 and v1; a container sees its own cgroup at the mount's
-    root."""
+def cgroup_number(controller, v1_file, v2_file):
+    """A number from a file of the process's cgroup for ``controller`` (``memory``, ``pids``), or
+    None when it says there is no limit ("max") or can't be read.  cgroup v2 and v1; a container
+    sees its own cgroup at the mount's root."""
     try:
         with open("/proc/self/cgroup") as f:
             lines = f.read().splitlines()
@@ -3499,20 +3501,20 @@ def container_memory_limit():
         _, _, rest = line.partition(":")
         controllers, _, path = rest.partition(":")
         if controllers == "" and path:
-            root, limit_file = "/sys/fs/cgroup", "memory.max"
-        elif "memory" in controllers.split(","):
-            root, limit_file = "/sys/fs/cgroup/memory", "memory.limit_in_bytes"
+            root, name = "/sys/fs/cgroup", v2_file
+        elif controller in controllers.split(","):
+            root, name = "/sys/fs/cgroup/" + controller, v1_file
         else:
             continue
         for folder in (root + path, root):
             try:
-                with open(os.path.join(folder, limit_file)) as f:
-                    limit = f.read().strip()
+                with open(os.path.join(folder, name)) as f:
+                    text = f.read().strip()
             except OSError:
                 continue
-            if not DIGITS.match(limit) or int(limit) >= 1 << 60:   # "max", and v1's way of saying none
+            if not DIGITS.match(text) or int(text) >= 1 << 60:   # "max", and v1's way of saying none
                 return None
-            return int(limit)
+            return int(text)
     return None
 
 
@@ -3527,10 +3529,22 @@ def resident_memory():
 
 def connection_caps(wanted):
     """``(connections, probes)``: how many connections to serve, and how many more just for
-    probes, so that both fit under the open-files limit (raised toward its hard limit first).
+    probes, so that both fit under the open-files limit and under a container's pids limit (each
+    connection is a file and a thread)."""
+    rooms = [room for room in (file_room(), thread_room()) if room is not None]
+    if not rooms:
+        return wanted, PROBE_CONNECTIONS
+    room = max(16, min(rooms))
+    probes = min(PROBE_CONNECTIONS, room // 16)
+    return min(wanted, room - probes), probes
 
-    Many containers start with a soft limit of 1024, which the cap alone
-    would exhaust; the hard limit is usually far higher.
+
+def file_room():
+    """The files the process may open, less FD_HEADROOM; None when there is no limit.
+
+    The limit is raised toward its hard limit first: many containers start
+    with a soft limit of 1024, which the connection cap alone would exhaust;
+    the hard limit is usually far higher.
     """
     try:
         import resource
@@ -3542,13 +3556,18 @@ def connection_caps(wanted):
                 soft = target
             except (ValueError, OSError):
                 pass
-        if soft == resource.RLIM_INFINITY:
-            return wanted, PROBE_CONNECTIONS
     except (ImportError, ValueError, OSError):
-        return wanted, PROBE_CONNECTIONS
-    room = max(16, soft - FD_HEADROOM)
-    probes = min(PROBE_CONNECTIONS, room // 16)
-    return min(wanted, room - probes), probes
+        return None
+    return None if soft == resource.RLIM_INFINITY else soft - FD_HEADROOM
+
+
+def thread_room():
+    """The threads a container's pids limit leaves, less THREAD_HEADROOM; None when there is none."""
+    limit = cgroup_number("pids", "pids.max", "pids.max")
+    if limit is None:
+        return None
+    used = cgroup_number("pids", "pids.current", "pids.current") or threading.active_count()
+    return limit - used - THREAD_HEADROOM
 
 
 class BootFailed(Exception):

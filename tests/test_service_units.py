@@ -648,7 +648,8 @@ def test_the_memory_budget_is_a_third_of_what_the_containers_limit_leaves(limit,
     assert kpm.memory_budget(limit, resident) == budget
 
 
-def test_the_containers_memory_limit_and_the_resident_memory_are_read():
-    limit = kpm.container_memory_limit()
-    assert limit is None or (isinstance(limit, int) and limit > 0)
+def test_the_containers_limits_and_the_resident_memory_are_read():
+    for limit in (kpm.cgroup_number("memory", "memory.limit_in_bytes", "memory.max"),
+                  kpm.cgroup_number("pids", "pids.max", "pids.max")):
+        assert limit is None or (isinstance(limit, int) and limit > 0)
     assert 1 * MiB < kpm.resident_memory() < 1024 * MiB

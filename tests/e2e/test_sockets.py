@@ -416,6 +416,24 @@ def test_out_of_file_descriptors_backs_off_and_recovers(launcher, tmp_path):
     assert len(svc.records_of("accept-failed")) <= 2, "the record is not rate-limited"
 
 
+def test_a_pids_limit_caps_the_connections(launcher, cgroup, tmp_path):
+    """Each connection is a thread: under a pids limit of 120, the cap leaves room for the
+    service's own threads and pack code's, so a flood meets the cap's 503, not the thread limit."""
+    pids = cgroup("pids")
+    pids.limit(120)
+    svc = launcher.start(write_pack(tmp_path / "pack"), env={"KINDGI_PACK_MIN_TEST": "first_request=5"},
+                         preexec_fn=pids.join)
+    cap = svc.records_of("listening")[0]["maxConnections"]
+    assert 16 <= cap <= 120 - 32
+    flood = [socket.create_connection(("127.0.0.1", svc.port), timeout=5) for _ in range(cap + 20)]
+    try:
+        assert svc.request("GET", "/healthz", token=False, timeout=5).status == 200   # a probe's room is kept
+    finally:
+        for sock in flood:
+            sock.close()
+    assert not svc.records_of("out-of-threads")
+
+
 @pytest.mark.parametrize("limit", [1, 2, 3])
 def test_too_few_threads_to_boot_is_a_boot_failure(launcher, cgroup, tmp_path, limit):
     """The service's own threads (lifecycle, watchman, records) can't all start: one record, exit 1."""
