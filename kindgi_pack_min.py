@@ -108,6 +108,7 @@ if __name__ == "__main__":
     signal.pthread_sigmask(signal.SIG_BLOCK, {signal.SIGTERM, signal.SIGINT})
 
 import atexit  # noqa: E402  (the imports below take time the signals must not be lost in)
+import codecs
 import errno
 import functools
 import gc
@@ -3452,20 +3453,45 @@ def make_records(config):
     return Records(2, config.log_level, config.log_levels, pretty)
 
 
-def line_buffered_output():
-    """Pack code's prints reach stdout line by line, not when a buffer fills."""
-    for name in ("stdout", "stderr"):
+def line_buffered_output(utf8):
+    """Pack code's prints reach stdout line by line, not when a buffer fills; ``utf8``: the C
+    locale's ASCII streams become UTF-8 (Python 3.6; see utf8_in_the_c_locale)."""
+    for name, utf8_errors in (("stdout", "surrogateescape"), ("stderr", "backslashreplace")):
         stream = getattr(sys, name)
         try:
             stream.reconfigure(line_buffering=True)
         except AttributeError:   # Python 3.6: no reconfigure(), so a new wrapper on the same buffer
             try:
-                setattr(sys, name, io.TextIOWrapper(stream.buffer, stream.encoding, stream.errors,
-                                                    line_buffering=True))
+                encoding, errors = stream.encoding, stream.errors
+                if utf8 and codecs.lookup(encoding).name == "ascii":   # the C locale's, not PYTHONIOENCODING's
+                    encoding, errors = "utf-8", utf8_errors
+                setattr(sys, name, io.TextIOWrapper(stream.buffer, encoding, errors, line_buffering=True))
             except (AttributeError, ValueError):
                 pass  # not a standard stream (replaced by an embedding program)
         except ValueError:
             pass
+
+
+def utf8_in_the_c_locale():
+    """Python 3.6, in the C or POSIX locale: text is UTF-8, as 3.7 and later make it there (PEP 538
+    and 540).  True when it was the C locale and now is UTF-8.
+
+    A minimal image often sets no locale.  There, on 3.6 alone, pack code's
+    ``print("é")`` raised UnicodeEncodeError, and ``open()`` read files as
+    ASCII.  File names stay as the interpreter decoded them at start.
+    """
+    if sys.version_info >= (3, 7):
+        return False
+    import locale
+    if locale.setlocale(locale.LC_CTYPE) not in ("C", "POSIX"):
+        return False
+    for name in ("C.UTF-8", "C.utf8", "UTF-8"):
+        try:
+            locale.setlocale(locale.LC_CTYPE, name)
+            return True
+        except locale.Error:
+            pass
+    return False
 
 
 def missing_env_names(index, environ):
@@ -3684,7 +3710,7 @@ def main(argv=None):
     # a re-exec it waits for the new image, which acts on it (a held signal survives execve).
     dropped = config.dropped if config.dropped is not None else hide_secrets(config, argv, records)
     lifecycle.take_signals(records)
-    line_buffered_output()
+    line_buffered_output(utf8_in_the_c_locale())
     try:
         pack, kindgi, missing = boot(config, records, dropped)
     except BootFailed as exc:

@@ -70,6 +70,13 @@ def printer(input, ctx):
         time.sleep(0.02)
     return {"printed": True}
 
+@tool(description="A test tool.", input={"type": "object"}, output={}, id="unicode", version="1.0.0")
+def unicode_text(input, ctx):
+    """Prints non-ASCII text, and reads a UTF-8 file with open()'s default encoding."""
+    print(input["line"])
+    with open(input["path"]) as f:
+        return {"read": f.read()}
+
 @tool(description="A test tool.", input={"type": "object"}, output={}, id="to-stderr", version="1.0.0")
 def to_stderr(input, ctx):
     """What a pack's own logging does by default: a plain line on stderr."""
@@ -86,7 +93,7 @@ def g(config, trace):
 def pack_index(tmp_path_factory):
     pack = PackWriter(tmp_path_factory.mktemp("records"))
     pack.module("tools/code.py", PACK_CODE)
-    for tool_id in ("echo", "chatty", "structured", "big", "boom", "printer", "to-stderr"):
+    for tool_id in ("echo", "chatty", "structured", "big", "boom", "printer", "to-stderr", "unicode"):
         pack.tool(tool_id, "tools/code.py", version="1.0.0")
     pack.guardrail("g", "tools/code.py")
     return pack.write()
@@ -364,6 +371,21 @@ def test_prints_go_to_stdout_line_by_line_and_never_into_answers(service, tmp_pa
     assert answers[0].json == {"v": 2, "kind": "result", "output": {"printed": True}}
     assert line.encode() not in answers[0].body
     assert all(line not in r.get("message", "") for r in service.records)
+
+
+def test_in_the_c_locale_text_is_utf8_as_on_python_3_7_and_later(launcher, pack_index, tmp_path):
+    """A minimal image sets no locale: pack code's print("é") and open() of UTF-8 text still work
+    (on Python 3.6, as 3.7 and later make the C locale UTF-8)."""
+    service = launcher.start(pack_index, env={"LANG": None, "LC_ALL": "C"})
+    text = "h\u00e9llo \u2713"
+    path = tmp_path / "utf8.txt"
+    path.write_bytes(text.encode("utf-8"))
+    reply = service.call_tool("unicode", {"line": text, "path": str(path)})
+    assert reply.json == {"v": 2, "kind": "result", "output": {"read": text}}
+    deadline = time.monotonic() + 5
+    while text not in service.stdout and time.monotonic() < deadline:
+        time.sleep(0.02)
+    assert text in service.stdout
 
 
 # -- configuration --------------------------------------------------------------

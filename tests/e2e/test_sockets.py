@@ -427,6 +427,7 @@ def test_a_pids_limit_caps_the_connections(launcher, cgroup, tmp_path):
     assert 16 <= cap <= 120 - 32
     flood = [socket.create_connection(("127.0.0.1", svc.port), timeout=5) for _ in range(cap + 20)]
     try:
+        settled(threads, svc)   # each connection the flood holds has its thread
         assert svc.request("GET", "/healthz", token=False, timeout=5).status == 200   # a probe's room is kept
     finally:
         for sock in flood:
