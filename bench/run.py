@@ -116,12 +116,14 @@ def order_input(items=20):
 
 
 ECHO_INPUT = {"text": "hello", "count": 3, "loud": False}
+DOCUMENT_TEXT = ("A line of a document, as a caller might send a page of one. " * 17500)[:1024 * 1024]   # 1 MiB
 BODIES = {
     "echo": invoke_body("echo", ECHO_INPUT),
     "aecho": invoke_body("aecho", ECHO_INPUT),
     "order": invoke_body("order", order_input()),
     "sleep10": invoke_body("sleep10", {"tag": "bench"}),
     "cpu1ms": invoke_body("cpu1ms", {"seed": 7}),
+    "document": invoke_body("document", {"text": DOCUMENT_TEXT}),
 }
 
 
@@ -162,6 +164,7 @@ SCENARIOS = [
     Scenario("sleep10", "sleep10", (8, 64)),
     Scenario("cpu1ms", "cpu1ms", (8,)),
     Scenario("echo+cpu1ms", "echo", (1,), background=("cpu1ms", 8)),
+    Scenario("doc-1mib", "document", (1, 8)),
 ]
 
 BARE_SCENARIOS = ("echo", "echo-close")

@@ -653,3 +653,29 @@ def test_the_containers_limits_and_the_resident_memory_are_read():
                   kpm.cgroup_number("pids", "pids.max", "pids.max")):
         assert limit is None or (isinstance(limit, int) and limit > 0)
     assert 1 * MiB < kpm.resident_memory() < 1024 * MiB
+
+
+# -- over-long integers ------------------------------------------------------------
+
+LONG = kpm.MAX_INT_DIGITS + 1
+
+
+@pytest.mark.parametrize("text, found", [
+    ("", False),
+    ("1" * (LONG - 1), False),
+    ("1" * LONG, True),
+    ('{"n":' + "9" * LONG + "}", True),
+    (",".join(["9" * (LONG - 1)] * 50), False),                # many runs just under the limit
+    ("\u00e9" * 3000 + "7" * LONG, True),                      # after text that is not ASCII
+    ("\ud800" + "7" * LONG, True),                             # after a lone surrogate (a pack's output)
+    ("x" * (1024 * 1024 - 10) + "5" * LONG + "x", True),       # across the edge of the first piece
+])
+def test_a_run_of_digits_over_the_limit_is_found(text, found):
+    assert kpm.has_long_digit_run(text) is found
+    assert kpm.has_long_digit_run(text, piece=LONG) is found   # small pieces: every edge is crossed
+
+
+def test_over_long_integers_are_refused_and_long_digit_strings_are_not():
+    with pytest.raises(ValueError, match="more than 4300 digits"):
+        kpm.load_json_text("[" + "1" * LONG + "]")
+    assert kpm.load_json_text('["' + "1" * LONG + '"]') == ["1" * LONG]
