@@ -198,10 +198,18 @@ def test_trace_fields():
         assert kpm.trace_fields(bad) == {}
 
 
+def parse_cost(text, body_type=bytes):
+    return kpm.json_parse_cost(body_type(text.encode("utf-8")), text)
+
+
 def test_the_parse_cost_grows_with_what_json_makes_of_the_text():
-    small = kpm.json_parse_cost('"' + "x" * 1000 + '"')
+    small = parse_cost('"' + "x" * 1000 + '"')
     assert small < 3000
-    assert kpm.json_parse_cost("[" + ",".join(["{}"] * 1000) + "]") > 200000
+    assert parse_cost("[" + ",".join(["{}"] * 1000) + "]") > 200000
+    records = json.dumps([{"k\u00e9%d" % i: "v\u2713" for i in range(3)}] * 50, ensure_ascii=False)
+    counted_in_the_text = (2 * sys.getsizeof(records) + 184 * records.count("{") + 24 * records.count(":")
+                           + 72 * records.count("[") + 48 * records.count(",") + 26 * records.count('"'))
+    assert parse_cost(records) == parse_cost(records, bytearray) == counted_in_the_text
 
 
 def test_answers_are_utf8_even_with_lone_surrogates():
