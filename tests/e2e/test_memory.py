@@ -172,26 +172,33 @@ def test_many_big_uploads_at_once_stay_within_the_budget(launcher, tmp_path):
     svc = launcher.start(pack.write(), env={"KINDGI_PACK_MIN_TEST": "body=120"})
     assert answer(svc, body("any", "{}")).status == 200
     svc.idle_peak = peak(svc)
-    data = fuzz.invoke_request(body("hold", json.dumps("y" * (10 * MiB - 300))), [], TOKEN)
+    statuses = held_uploads(svc, "hold", 16, held)
+    assert sorted(set(statuses)) == [200, 503] and len(statuses) == 16, statuses
+    assert_small_peak(svc, BUDGET + PER_REQUEST)
+
+
+def held_uploads(service, tool_id, count, held):
+    """``count`` uploads of 10 MiB at once to a tool that holds each call until all have come
+    (a file in ``held`` per call held): their statuses."""
+    data = fuzz.invoke_request(body(tool_id, json.dumps("y" * (10 * MiB - 300))), [], TOKEN)
     statuses = []
 
     def upload():
-        with fuzz.connect(svc.port, 120) as sock:
+        with fuzz.connect(service.port, 120) as sock:
             fuzz.send_quietly(sock, data)
             raw, _ = fuzz.read_answers(sock, want=1, idle=200, total=240)
         statuses.extend(a.status for a in fuzz.parse_answers(raw)[0])
 
-    threads = [threading.Thread(target=upload) for _ in range(16)]
+    threads = [threading.Thread(target=upload) for _ in range(count)]
     for thread in threads:
         thread.start()
     deadline = time.monotonic() + 180   # until each upload is held or refused, however busy the machine
-    while len(list(held.glob("held-*"))) + len(statuses) < 16 and time.monotonic() < deadline:
+    while len(list(held.glob("held-*"))) + len(statuses) < count and time.monotonic() < deadline:
         time.sleep(0.05)
     (held / "release").touch()
     for thread in threads:
         thread.join(60)
-    assert sorted(set(statuses)) == [200, 503] and len(statuses) == 16, statuses
-    assert_small_peak(svc, BUDGET + PER_REQUEST)
+    return statuses
 
 
 def test_in_a_container_the_budget_follows_its_memory_limit(launcher, cgroup, tmp_path):
@@ -208,23 +215,6 @@ def test_in_a_container_the_budget_follows_its_memory_limit(launcher, cgroup, tm
     svc = launcher.start(pack.write(), env={"KINDGI_PACK_MIN_TEST": "body=120"}, preexec_fn=memory.join)
     budget = svc.records_of("listening")[0]["memoryBudget"]
     assert 0 < budget < 192 * MiB // 3
-    data = fuzz.invoke_request(body("hold-echo", json.dumps("y" * (10 * MiB - 300))), [], TOKEN)
-    statuses = []
-
-    def upload():
-        with fuzz.connect(svc.port, 120) as sock:
-            fuzz.send_quietly(sock, data)
-            raw, _ = fuzz.read_answers(sock, want=1, idle=200, total=240)
-        statuses.extend(a.status for a in fuzz.parse_answers(raw)[0])
-
-    threads = [threading.Thread(target=upload) for _ in range(8)]
-    for thread in threads:
-        thread.start()
-    deadline = time.monotonic() + 120   # until each upload is held or refused, however busy the machine
-    while len(list(held.glob("held-*"))) + len(statuses) < 8 and time.monotonic() < deadline:
-        time.sleep(0.05)
-    (held / "release").touch()
-    for thread in threads:
-        thread.join(60)
+    statuses = held_uploads(svc, "hold-echo", 8, held)
     assert svc.proc.poll() is None, "the process died: %s" % svc.raw_stderr[-3:]
     assert sorted(set(statuses)) == [200, 503] and len(statuses) == 8, statuses
