@@ -254,8 +254,10 @@ class Limits:
     exit_handlers = 1.0    # pack code's atexit handlers, once the drain is over
     linger = 10.0          # reading and dropping an unread body before closing (a pause of 1 s ends it)
     overflow = 1.0         # a request on a connection over the cap (probes only)
+    quiet = 0.1            # after the drain, no new connection for this long before the exit
 
-    NAMES = ("silence", "first_request", "head", "body", "write", "drain", "exit_handlers", "linger", "overflow")
+    NAMES = ("silence", "first_request", "head", "body", "write", "drain", "exit_handlers", "linger", "overflow",
+             "quiet")
 
 
 AT_THREAD_LIMIT = "the process is at its limit of threads (a container's pids limit, or ulimit -u)"
@@ -3119,10 +3121,20 @@ class PackService:
                            lock_timeout=0.5)
 
     def wait_drained(self, seconds):
-        """Until every call is settled and no answer is being written, or ``seconds`` pass."""
-        end = time.monotonic() + seconds
+        """Until every call is settled, no answer is being written and, for ``limits.quiet``, no
+        connection has come (nor the signal), or ``seconds`` pass.
+
+        The quiet keeps the exit from cutting off a request that has just
+        come: one sent on a kept-alive connection as the signal came, or by a
+        caller whose answer closed its connection (every answer does, once
+        draining) and who called again at once, gets 503 ``draining``, not a
+        reset.
+        """
+        start = time.monotonic()
+        end = start + seconds
         while time.monotonic() < end:
-            if self.unanswered <= 0 and not self.answering:
+            quiet = time.monotonic() - max(start, self.server.last_accepted) >= self.limits.quiet
+            if self.unanswered <= 0 and not self.answering and quiet:
                 return True
             time.sleep(0.025)
         return False
@@ -3153,6 +3165,7 @@ class PackHTTPServer(ThreadingHTTPServer):
         self.count_lock = threading.Lock()
         self.accept_pause = 0.0
         self.next_accept_record = 0.0
+        self.last_accepted = 0.0    # monotonic time of the last connection accepted (the drain's quiet)
         self.silence_fallback = False
         self._date = (0, "")
         ThreadingHTTPServer.__init__(self, address, PackRequestHandler)
@@ -3206,6 +3219,7 @@ class PackHTTPServer(ThreadingHTTPServer):
         room (a probe asks as soon as it connects, a flood's connection
         doesn't).  Only when none can make room is the answer a 503 at once.
         """
+        self.last_accepted = time.monotonic()
         with self.count_lock:
             if self.open_connections < self.max_connections:
                 handler_class = PackRequestHandler

@@ -221,6 +221,21 @@ def test_idle_service_stops_at_once_even_with_a_keep_alive_connection_open(launc
     idle.close()
 
 
+def test_a_request_sent_as_the_signal_comes_is_answered_not_cut_off(launcher, pack_index):
+    """An idle service drains at once, but stays a moment more (the quiet: 0.1 s as shipped, 1 s here
+    for a busy machine): a request sent on a kept-alive connection just after the signal is answered
+    (503 draining, or its result if it came first), not cut off by the exit."""
+    service = launcher.start(pack_index, env={"KINDGI_PACK_MIN_TEST": "quiet=1"})
+    kept = service.connection()
+    assert service.request("GET", "/v1/info", conn=kept).status == 200
+    service.signal(signal.SIGTERM)
+    time.sleep(0.02)
+    answer = service.request("GET", "/readyz", token=False, conn=kept, timeout=5)
+    assert (answer.status, answer.json) in ((503, {"error": "draining"}), (200, {"status": "ready"}))
+    assert wait_exit_after(service, time.monotonic())[0] == 0
+    kept.close()
+
+
 SLOW_IMPORT = '''
 import os, time
 open(os.path.join(os.path.dirname(__file__), "importing"), "w").close()
