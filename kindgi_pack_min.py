@@ -83,8 +83,10 @@ never cleared), ``saying_draining`` (set once, to a thread already started),
 handler's phase and its deadline (the sweep sees the next value within half a
 second), ``PackService.answering`` and ``Records.waiting`` (sets and lists: one
 ``add``, ``discard`` or ``append`` is atomic; the waiting records are taken only
-by the thread holding ``Records.lock``), and ``Call.stop_task`` (set once, and
-``settle`` sets the outcome first: see ``Call.cancel``).
+by the thread holding ``Records.lock``), ``Call.stop_task`` (set once, and
+``settle`` sets the outcome first: see ``Call.cancel``), and
+``PackHTTPServer.last_accepted`` (the drain polls it: a stale one is read again
+25 ms later).
 
 The sections below: limits; records; configuration; the environment (the
 token, the filter, which ``kindgi`` pack code gets); the pack; HTTP heads and
