@@ -2016,10 +2016,11 @@ class PackRequestHandler(BaseHTTPRequestHandler):
         with service.settled:
             service.settled.wait_for(lambda: call.done, self.limits.write)
         if call.target.name == "tool" and answer is not None:  # None: its async task was cancelled
+            after_ms = call.elapsed_ms()   # once: the message and the field say the same
             service.records.write("warn", "%s %s finished %d ms after its call ended"
-                                  % (call.target.name, call.record_id, call.elapsed_ms()),
+                                  % (call.target.name, call.record_id, after_ms),
                                   event="handler-finished-late",
-                                  fields=dict(call.fields, target=call.target.name, afterMs=call.elapsed_ms()))
+                                  fields=dict(call.fields, target=call.target.name, afterMs=after_ms))
 
     # -- answers --------------------------------------------------------------
 
