@@ -2347,6 +2347,14 @@ def to_json_text(value):
         return None, issues
 
 
+def _issues_of_text(text):
+    """Where JSON ``text`` that ``load_json_text`` refused stops being JSON (an over-long integer)."""
+    try:
+        return json_issues(_load_strict(text))
+    except (ValueError, RecursionError):   # e.g. integers over Python's own digit limit
+        return []
+
+
 def not_json(call, what, issues):
     """The answer for a handler's output or a check's result that can't be written as JSON."""
     first = issues[0]
@@ -2356,11 +2364,11 @@ def not_json(call, what, issues):
 
 def result_body(kind, key, text):
     """A ``result``/``check-result`` answer around JSON text already written."""
-    body = '{"v":2,"kind":"%s","%s":%s}' % (kind, key, text)
     try:
-        return body.encode("utf-8")
-    except UnicodeEncodeError:
-        return dump_json(json.loads(body))
+        data = text.encode("utf-8")
+    except UnicodeEncodeError:   # a lone surrogate: written again with it escaped
+        data = _dump_compact_ascii(json.loads(text)).encode("ascii")
+    return b"".join((('{"v":2,"kind":"%s","%s":' % (kind, key)).encode(), data, b"}"))
 
 
 def run_pack_code(call, fn, args, is_async):
@@ -2505,34 +2513,34 @@ def call_tool(call):
     try:
         ctx = call.service.kindgi.ToolContext.from_wire(call.message["ctx"], call.cancellation,
                                                         call.service.tool_logger(call.fields))
-        output = run_pack_code(call, tool.handler, tool.invoke_args(value, ctx), tool.is_async)
-        output = tool.dump_output(output)
+        text, issues = _output_text(call, tool, value, ctx)
     except BaseException as exc:  # pack code: SystemExit and friends are answers too
         if _cancelled_by_us(call, exc):
             return None
         return call.thrown(exc, what)
-    return _checked_output(call, entry, output)
-
-
-def _checked_output(call, entry, output):
-    tool_id = call.target_id
     what = 'Tool "%s" handler produced output' % tool_id
-    text, issues = to_json_text(output)
     if issues:
         return not_json(call, what, issues)
     if entry.output_validator is None:
         return call.error("output-validation-failed", 'Tool "%s" output schema failed to compile: %s'
                           % (tool_id, entry.output_schema_error))
-    refused = _invalid_output(call, entry, output, text, what)   # the value it parsed is freed by now
+    refused = _invalid_output(call, entry, text, what)   # the value it parsed is freed by now
     return refused or result_body("result", "output", text)
 
 
-def _invalid_output(call, entry, output, text, what):
+def _output_text(call, tool, value, ctx):
+    """Run the handler; its output as JSON text (``to_json_text``).  The output itself is not
+    kept once written: it may be big, and its answer is still to be built."""
+    output = run_pack_code(call, tool.handler, tool.invoke_args(value, ctx), tool.is_async)
+    return to_json_text(tool.dump_output(output))
+
+
+def _invalid_output(call, entry, text, what):
     """The error answer when the output, as the JSON ``text`` says it, fails the tool's output schema."""
     try:
         value = load_json_text(text)
     except (ValueError, RecursionError) as exc:  # e.g. an int over the digit limit
-        return not_json(call, what, json_issues(output) or [_json_issue(None, "must be JSON: %s" % exc)])
+        return not_json(call, what, _issues_of_text(text) or [_json_issue(None, "must be JSON: %s" % exc)])
     if not entry.output_validator.is_valid(value):
         return validation_failed(call, "output-validation-failed", "%s that failed validation" % what,
                                  entry.output_validator, value)

@@ -217,6 +217,14 @@ def test_answers_are_utf8_even_with_lone_surrogates():
     assert kpm.dump_json({"a": "\u00e9"}) == '{"a":"\u00e9"}'.encode()
 
 
+def test_a_result_is_built_around_the_text_as_written():
+    assert kpm.result_body("result", "output", '{"a":"\u00e9"}') == '{"v":2,"kind":"result","output":{"a":"\u00e9"}}'.encode()
+    assert kpm.result_body("check-result", "result", '{"passed":true}') == b'{"v":2,"kind":"check-result","result":{"passed":true}}'
+    escaped = kpm.result_body("result", "output", '{"a":"\ud800\u00e9"}')   # a lone surrogate can't be UTF-8
+    assert escaped == b'{"v":2,"kind":"result","output":{"a":"\\ud800\\u00e9"}}'
+    assert json.loads(escaped.decode("utf-8")) == {"v": 2, "kind": "result", "output": {"a": "\ud800\u00e9"}}
+
+
 # -- what pack code returns ------------------------------------------------------
 
 class Shade(enum.Enum):

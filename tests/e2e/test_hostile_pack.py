@@ -332,6 +332,9 @@ def test_huge_output_is_answered_whole(service):
 def test_output_that_is_not_json(service, kind):
     message = error_of(service.call_tool("output", {"kind": kind}, timeout=60), "output-validation-failed")
     assert message["message"].startswith('Tool "output" handler produced output that is not JSON')
+    if kind == "bigint":   # written, then refused when read back (before 3.11) or when written: the same answer
+        assert message["message"].endswith("/n must have at most 4300 digits"), message
+        assert [issue["instancePath"] for issue in message["issues"]] == ["/n"]
 
 
 @pytest.mark.parametrize("kind", ["int", "str", "none", "list", "no-passed", "passed-str", "passed-int",
