@@ -2378,22 +2378,25 @@ def run_pack_code(call, fn, args, is_async):
         return fn(*args)
     loop = call.service.event_loop()
     coroutine = fn(*args)
+    cancellation = call.cancellation
     done = threading.Event()
     ended = []
+    # (value, raised), kept out of the task: the call keeps its task (to stop it) until the call
+    # is over, and the value may be big.  Nor does the task refer back to the call once done.
+    outcome = []
 
     def start():   # on the loop
-        task = loop.create_task(_guarded(call, coroutine))
-        call.stop_task = lambda reason: loop.call_soon_threadsafe(_cancel_task, call.cancellation, task, reason)
+        task = loop.create_task(_guarded(call, coroutine, outcome))
+        call.stop_task = lambda reason: loop.call_soon_threadsafe(_cancel_task, cancellation, task, reason)
         if call.outcome in CANCELLING:   # settled before the task was there to stop
-            _cancel_task(call.cancellation, task, call.outcome)
+            _cancel_task(cancellation, task, call.outcome)
         task.add_done_callback(lambda task: (ended.append(task), done.set()))
 
     loop.call_soon_threadsafe(start)
     done.wait()
-    task = ended[0]
-    if task.cancelled():
+    if ended[0].cancelled():
         raise sys.modules["asyncio"].CancelledError()   # the call's own cancellation stopped it
-    value, raised = task.result()
+    value, raised = outcome.pop()
     if raised is not None:
         raise raised
     return value
@@ -2410,19 +2413,19 @@ def _cancel_task(cancellation, task, reason):
     task.cancel()
 
 
-async def _guarded(call, awaitable):
-    """Await pack code, handing back what it raised.
+async def _guarded(call, awaitable, outcome):
+    """Await pack code; put ``(value, None)``, or ``(None, what it raised)``, in ``outcome``.
 
     Before Python 3.11 a task whose coroutine raises CancelledError ends
     "cancelled" and the message is lost; only the call's own cancellation
     may end the task that way.
     """
     try:
-        return await awaitable, None
+        outcome.append((await awaitable, None))
     except BaseException as exc:  # pack code
         if _cancelled_by_us(call, exc):
             raise
-        return None, exc
+        outcome.append((None, exc))
 
 
 def threaded_child_watcher():

@@ -23,11 +23,16 @@ import pytest
 from conftest import PackWriter
 
 TASKS = '''
-import asyncio, os, sys
+import asyncio, gc, os, sys, weakref
 from kindgi import tool
 
 LOCK = asyncio.Lock()
 KEPT = {}
+OUTPUTS = []
+
+
+class Output(dict):
+    """A dict that can be watched with a weak reference."""
 
 
 async def write_later(path, seconds):
@@ -82,6 +87,21 @@ async def child(input, ctx):
     return {"said": out.decode().strip(), "code": said.returncode, "killed": await sleeper.wait()}
 
 
+@tool(description="A test tool.", input={"type": "object"}, output={}, id="watched", version="1.0.0")
+async def watched(input, ctx):
+    gc.disable()   # until `freed`: only the last reference going may free the output, not the collector
+    output = Output(text="x" * input["size"])
+    OUTPUTS.append(weakref.ref(output))
+    return output
+
+
+@tool(description="A test tool.", input={"type": "object"}, output={}, id="freed", version="1.0.0")
+def freed(input, ctx):
+    alive = [ref() is not None for ref in OUTPUTS]
+    gc.enable()
+    return {"alive": alive}
+
+
 @tool(description="A test tool.", input={"type": "object"}, output={}, id="client", version="1.0.0")
 async def client(input, ctx):
     """A connection the module keeps, as a pack keeps an HTTP client or a database pool."""
@@ -116,7 +136,7 @@ async def pooled(input, ctx):
 def service(launcher, tmp_path):
     pack = PackWriter(tmp_path)
     pack.module("tools/tasks.py", TASKS)
-    for tool_id in ("later", "fails", "stops", "locked", "client", "child"):
+    for tool_id in ("later", "fails", "stops", "locked", "client", "child", "watched", "freed"):
         pack.tool(tool_id, "tools/tasks.py", version="1.0.0")
     return launcher.start(pack.write())
 
@@ -177,6 +197,16 @@ def test_child_processes_run_from_async_handlers(service):
     """On Python 3.6 and 3.7 asyncio's own child watcher needs a loop on the main thread."""
     answer = service.call_tool("child", {}, timeout=20)
     assert answer.json.get("output") == {"said": "from the child", "code": 0, "killed": -9}, answer.json
+
+
+def test_an_async_handlers_output_is_not_kept_once_answered(service):
+    """The call keeps its task (to stop it) until it is over; the task must not keep the output,
+    which may be big, nor the call keep itself alive for the garbage collector to find."""
+    conn = service.connection()   # one connection: the second call starts once the first is over
+    for size in (10, 1000000):
+        assert len(service.call_tool("watched", {"size": size}, conn=conn).json["output"]["text"]) == size
+    assert service.call_tool("freed", {}, conn=conn).json["output"] == {"alive": [False, False]}
+    conn.close()
 
 
 def test_a_task_left_running_finishes_after_the_answer_and_the_connection(service, tmp_path):
