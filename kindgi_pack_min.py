@@ -83,8 +83,9 @@ never cleared), ``saying_draining`` (set once, to a thread already started),
 handler's phase and its deadline (the sweep sees the next value within half a
 second), ``PackService.answering`` and ``Records.waiting`` (sets and lists: one
 ``add``, ``discard`` or ``append`` is atomic; the waiting records are taken only
-by the thread holding ``Records.lock``), ``Call.stop_task`` (set once, and
-``settle`` sets the outcome first: see ``Call.cancel``), and
+by the thread holding ``Records.lock``), ``Call.stop_task`` (set once when the
+task starts, ``settle`` setting the outcome first: see ``Call.cancel``; cleared
+once the task is over, and read once), and
 ``PackHTTPServer.last_accepted`` (the drain polls it: a stale one is read again
 25 ms later).
 
@@ -2394,12 +2395,16 @@ def run_pack_code(call, fn, args, is_async):
 
     loop.call_soon_threadsafe(start)
     done.wait()
+    call.stop_task = None   # nothing left to stop; and a cancelled task holds its traceback, this call in it
     if ended[0].cancelled():
         raise sys.modules["asyncio"].CancelledError()   # the call's own cancellation stopped it
     value, raised = outcome.pop()
-    if raised is not None:
+    if raised is None:
+        return value
+    try:
         raise raised
-    return value
+    finally:
+        raised = None   # its traceback holds this frame: not the other way round as well
 
 
 def _cancel_task(cancellation, task, reason):
@@ -2721,9 +2726,10 @@ class Call:
         ``settle`` set the outcome first: a task that starts meanwhile sees it
         and is stopped by ``run_pack_code``.
         """
-        if self.stop_task is not None:
+        stop_task = self.stop_task   # once: run_pack_code lets go of it when the task is over
+        if stop_task is not None:
             try:
-                return self.stop_task(reason)
+                return stop_task(reason)
             except RuntimeError:
                 pass  # the task's loop already closed
         self.cancellation.cancel(reason)

@@ -89,17 +89,19 @@ async def child(input, ctx):
 
 @tool(description="A test tool.", input={"type": "object"}, output={}, id="watched", version="1.0.0")
 async def watched(input, ctx):
-    gc.disable()   # until `freed`: only the last reference going may free the output, not the collector
-    output = Output(text="x" * input["size"])
+    gc.disable()   # for good: only the last reference going may free the output, not the collector
+    output = Output(text="x" * input.get("size", 10))
     OUTPUTS.append(weakref.ref(output))
+    if input.get("then") == "raise":
+        raise ValueError("with the output in this frame")
+    if input.get("then") == "wait":
+        await asyncio.sleep(5)   # cancelled at the call's deadline, the output in this frame
     return output
 
 
 @tool(description="A test tool.", input={"type": "object"}, output={}, id="freed", version="1.0.0")
 def freed(input, ctx):
-    alive = [ref() is not None for ref in OUTPUTS]
-    gc.enable()
-    return {"alive": alive}
+    return {"alive": [ref() is not None for ref in OUTPUTS]}
 
 
 @tool(description="A test tool.", input={"type": "object"}, output={}, id="client", version="1.0.0")
@@ -200,13 +202,20 @@ def test_child_processes_run_from_async_handlers(service):
 
 
 def test_an_async_handlers_output_is_not_kept_once_answered(service):
-    """The call keeps its task (to stop it) until it is over; the task must not keep the output,
-    which may be big, nor the call keep itself alive for the garbage collector to find."""
-    conn = service.connection()   # one connection: the second call starts once the first is over
+    """What an async handler returned, or held when it raised or was cancelled, is freed once its
+    call is over, with the garbage collector off: nothing keeps it (a task keeping its result,
+    a traceback keeping its frames) in a cycle with the call."""
     for size in (10, 1000000):
-        assert len(service.call_tool("watched", {"size": size}, conn=conn).json["output"]["text"]) == size
-    assert service.call_tool("freed", {}, conn=conn).json["output"] == {"alive": [False, False]}
-    conn.close()
+        assert len(service.call_tool("watched", {"size": size}).json["output"]["text"]) == size
+    assert service.call_tool("watched", {"then": "raise"}).json["code"] == "handler-throw"
+    assert service.call_tool("watched", {"then": "wait"}, headers={"kindgi-timeout-ms": "200"},
+                             timeout=10).json["code"] == "deadline-exceeded"
+    end = time.monotonic() + 5
+    alive = None
+    while alive != [False] * 4 and time.monotonic() < end:   # a call's thread ends just after its answer
+        alive = service.call_tool("freed", {}).json["output"]["alive"]
+        time.sleep(0.05)
+    assert alive == [False] * 4, "still alive: %s (returned, returned, raised, cancelled)" % alive
 
 
 def test_a_task_left_running_finishes_after_the_answer_and_the_connection(service, tmp_path):
