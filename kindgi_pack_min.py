@@ -2914,8 +2914,7 @@ class PackService:
         self.running = 0
         self.unanswered = 0
         self.memory = 0
-        self.memory_budget = memory_budget(cgroup_number("memory", "memory.limit_in_bytes", "memory.max"),
-                                           resident_memory())
+        self.memory_budget = memory_budget(memory_limit(cgroup_membership()), resident_memory())
         self.loop = None               # the event loop of async pack code, once one runs
         self.loop_lock = threading.Lock()
         self.answering = set()
@@ -3582,34 +3581,78 @@ def memory_budget(limit, resident):
     return min(MEMORY_BUDGET, max(0, limit - resident) // 3)
 
 
-def cgroup_number(controller, v1_file, v2_file):
-    """A number from a file of the process's cgroup for ``controller`` (``memory``, ``pids``), or
-    None when it says there is no limit ("max") or can't be read.  cgroup v2 and v1; a container
-    sees its own cgroup at the mount's root."""
+CGROUP_ROOT = "/sys/fs/cgroup"
+
+
+def cgroup_membership():
+    """The text of /proc/self/cgroup: which cgroup the process is in, for each controller."""
     try:
         with open("/proc/self/cgroup") as f:
-            lines = f.read().splitlines()
+            return f.read()
     except OSError:
-        return None
-    for line in lines:
+        return ""
+
+
+def cgroup_folders(controller, membership, root=CGROUP_ROOT):
+    """``(folders, v2)``: the folder of the process's cgroup for ``controller`` (``memory``,
+    ``pids``) and those of its parents up to the hierarchy's root, innermost first, as far as
+    they are mounted here; ``v2`` tells cgroup v2 from v1.  ``membership`` is the text of
+    /proc/self/cgroup.
+
+    A parent's limit binds the process as its own does (a systemd slice, a
+    pod around its containers).  A container usually sees its own cgroup at
+    the mount's root and no parents: its path names folders that aren't there.
+    """
+    v2_path = None
+    for line in membership.splitlines():
         _, _, rest = line.partition(":")
         controllers, _, path = rest.partition(":")
+        if controller in controllers.split(","):
+            top, v2 = os.path.join(root, controller), False
+            break
         if controllers == "" and path:
-            root, name = "/sys/fs/cgroup", v2_file
-        elif controller in controllers.split(","):
-            root, name = "/sys/fs/cgroup/" + controller, v1_file
-        else:
-            continue
-        for folder in (root + path, root):
-            try:
-                with open(os.path.join(folder, name)) as f:
-                    text = f.read().strip()
-            except OSError:
-                continue
-            if not DIGITS.match(text) or int(text) >= 1 << 60:   # "max", and v1's way of saying none
-                return None
-            return int(text)
-    return None
+            v2_path = path
+    else:   # no v1 hierarchy has the controller: cgroup v2's, where it is mounted at the root
+        if v2_path is None or not os.path.isfile(os.path.join(root, "cgroup.controllers")):
+            return [], False
+        top, v2, path = root, True, v2_path
+    names = [name for name in path.split("/") if name]
+    if ".." in names:   # outside the part of the hierarchy this container sees
+        return [], v2
+    folders = [os.path.join(top, *names[:depth]) for depth in range(len(names), -1, -1)]
+    return [folder for folder in folders if os.path.isdir(folder)], v2
+
+
+def cgroup_number(folder, name, key=None):
+    """The number in a cgroup's file ``name`` (in a file of ``key value`` lines, the one of
+    ``key``), or None when it says there is no limit ("max") or can't be read."""
+    try:
+        with open(os.path.join(folder, name)) as f:
+            text = f.read()
+    except OSError:
+        return None
+    if key is not None:
+        values = [value for found, _, value in (line.partition(" ") for line in text.splitlines()) if found == key]
+        text = values[0] if values else ""
+    text = text.strip()
+    if not DIGITS.match(text) or int(text) >= 1 << 60:   # "max", and v1's way of saying none
+        return None
+    return int(text)
+
+
+def memory_limit(membership, root=CGROUP_ROOT):
+    """The memory limit the process is under, in bytes: the lowest of its cgroup's and its
+    parents'; None when there is none.
+
+    In cgroup v1, the ``hierarchical_memory_limit`` of the process's own
+    cgroup counts the parents a container can't see as well.
+    """
+    folders, v2 = cgroup_folders("memory", membership, root)
+    limits = [cgroup_number(folder, "memory.max" if v2 else "memory.limit_in_bytes") for folder in folders]
+    if folders and not v2:
+        limits.append(cgroup_number(folders[0], "memory.stat", "hierarchical_memory_limit"))
+    limits = [limit for limit in limits if limit is not None]
+    return min(limits) if limits else None
 
 
 def resident_memory():
@@ -3625,7 +3668,7 @@ def connection_caps(wanted):
     """``(connections, probes)``: how many connections to serve, and how many more just for
     probes, so that both fit under the open-files limit and under a container's pids limit (each
     connection is a file and a thread)."""
-    rooms = [room for room in (file_room(), thread_room()) if room is not None]
+    rooms = [room for room in (file_room(), thread_room(cgroup_membership())) if room is not None]
     if not rooms:
         return wanted, PROBE_CONNECTIONS
     room = max(16, min(rooms))
@@ -3655,13 +3698,20 @@ def file_room():
     return None if soft == resource.RLIM_INFINITY else soft - FD_HEADROOM
 
 
-def thread_room():
-    """The threads a container's pids limit leaves, less THREAD_HEADROOM; None when there is none."""
-    limit = cgroup_number("pids", "pids.max", "pids.max")
-    if limit is None:
-        return None
-    used = cgroup_number("pids", "pids.current", "pids.current") or threading.active_count()
-    return limit - used - THREAD_HEADROOM
+def thread_room(membership, root=CGROUP_ROOT):
+    """The threads a container's pids limit leaves, less THREAD_HEADROOM; None when there is none.
+
+    Each limited cgroup from the process's own up to the root counts: the
+    room is what the fullest of them leaves.
+    """
+    folders, _ = cgroup_folders("pids", membership, root)
+    rooms = []
+    for folder in folders:
+        limit = cgroup_number(folder, "pids.max")
+        if limit is not None:
+            used = cgroup_number(folder, "pids.current")
+            rooms.append(limit - (threading.active_count() if used is None else used))
+    return min(rooms) - THREAD_HEADROOM if rooms else None
 
 
 class BootFailed(Exception):

@@ -371,6 +371,7 @@ class Cgroup:
     def __init__(self, path, limit_file):
         self.path = path
         self.limit_file = limit_file
+        self.children = []
 
     @classmethod
     def make(cls, controller):
@@ -393,6 +394,18 @@ class Cgroup:
             os.rmdir(path)
         return None
 
+    def child(self, name):
+        """A cgroup inside this one: the service in it is bound by this one's limit too.
+        ``cgroup`` removes it before this one."""
+        controller = self.limit_file.split(".")[0]
+        if not self.path.startswith("/sys/fs/cgroup/%s/" % controller):   # v2: hand the controller down
+            with open(os.path.join(self.path, "cgroup.subtree_control"), "w") as f:
+                f.write("+" + controller)
+        path = os.path.join(self.path, name)
+        os.mkdir(path)
+        self.children.append(Cgroup(path, self.limit_file))
+        return self.children[-1]
+
     def limit(self, value):
         with open(os.path.join(self.path, self.limit_file), "w") as f:
             f.write(str(value))
@@ -403,6 +416,8 @@ class Cgroup:
             f.write(str(os.getpid()))
 
     def remove(self):
+        for child in self.children:
+            child.remove()
         os.rmdir(self.path)
 
 

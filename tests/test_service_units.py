@@ -665,10 +665,77 @@ def test_the_memory_budget_is_a_third_of_what_the_containers_limit_leaves(limit,
 
 
 def test_the_containers_limits_and_the_resident_memory_are_read():
-    for limit in (kpm.cgroup_number("memory", "memory.limit_in_bytes", "memory.max"),
-                  kpm.cgroup_number("pids", "pids.max", "pids.max")):
-        assert limit is None or (isinstance(limit, int) and limit > 0)
+    membership = kpm.cgroup_membership()
+    for limit in (kpm.memory_limit(membership), kpm.thread_room(membership)):
+        assert limit is None or isinstance(limit, int)
     assert 1 * MiB < kpm.resident_memory() < 1024 * MiB
+
+
+def cgroup_tree(root, files):
+    """Write a cgroup mount's files under ``root``: {relative path: text}."""
+    for relative, text in files.items():
+        path = root / relative
+        path.parent.mkdir(parents=True, exist_ok=True)
+        path.write_text(text)
+    return str(root)
+
+
+V1_NONE = "9223372036854771712\n"   # how cgroup v1 says "no limit"
+
+
+def test_a_parents_memory_limit_binds_the_process_in_cgroup_v1(tmp_path):
+    root = cgroup_tree(tmp_path, {"memory/memory.limit_in_bytes": V1_NONE,
+                                  "memory/slice/memory.limit_in_bytes": "%d\n" % (200 * MiB),
+                                  "memory/slice/svc/memory.limit_in_bytes": V1_NONE,
+                                  "memory/slice/svc/memory.stat": "cache 0\nhierarchical_memory_limit %s" % V1_NONE})
+    membership = "5:pids:/slice/svc\n4:memory:/slice/svc\n0::/\n"
+    assert kpm.cgroup_folders("memory", membership, root) == (
+        [os.path.join(root, "memory", "slice", "svc"), os.path.join(root, "memory", "slice"),
+         os.path.join(root, "memory")], False)
+    assert kpm.memory_limit(membership, root) == 200 * MiB
+
+
+def test_a_parent_a_v1_container_cant_see_still_binds_it(tmp_path):
+    """Inside the container its own cgroup is the mount's root; memory.stat counts the parents."""
+    root = cgroup_tree(tmp_path, {"memory/memory.limit_in_bytes": V1_NONE,
+                                  "memory/memory.stat": "rss 1\nhierarchical_memory_limit %d\n" % (96 * MiB)})
+    assert kpm.memory_limit("4:memory:/kubepods/pod1/abc\n", root) == 96 * MiB
+    assert kpm.cgroup_folders("memory", "4:memory:/kubepods/pod1/abc\n", root) == (
+        [os.path.join(root, "memory")], False)
+
+
+def test_the_lowest_memory_limit_on_the_way_up_binds_the_process_in_cgroup_v2(tmp_path):
+    root = cgroup_tree(tmp_path, {"cgroup.controllers": "cpu memory pids\n",
+                                  "user.slice/memory.max": "%d\n" % (150 * MiB),
+                                  "user.slice/app/memory.max": "%d\n" % (300 * MiB)})
+    assert kpm.memory_limit("0::/user.slice/app\n", root) == 150 * MiB
+    assert kpm.memory_limit("0::/user.slice\n", root) == 150 * MiB
+    assert kpm.memory_limit("0::/\n", root) is None   # the root has no memory.max
+
+
+@pytest.mark.parametrize("membership", [
+    "",                                      # no /proc/self/cgroup
+    "0::/user.slice/app\n",                  # v2's line, but no v2 mount here
+    "4:cpu:/user.slice/app\n",               # the controller in no hierarchy
+    "0::/../../outside\n",                   # outside what the container sees
+])
+def test_no_cgroup_in_view_means_no_limit(tmp_path, membership):
+    root = cgroup_tree(tmp_path, {"user.slice/app/memory.max": "1000\n", "cpu/memory.max": "1000\n"})
+    if "outside" in membership:
+        cgroup_tree(tmp_path, {"cgroup.controllers": "memory\n", "memory.max": "1000\n"})
+    assert kpm.memory_limit(membership, root) is None
+    assert kpm.thread_room(membership, root) is None
+
+
+def test_the_thread_room_is_what_the_fullest_limited_cgroup_leaves(tmp_path):
+    root = cgroup_tree(tmp_path, {"cgroup.controllers": "memory pids\n",
+                                  "pod/pids.max": "100\n", "pod/pids.current": "40\n",
+                                  "pod/c1/pids.max": "500\n", "pod/c1/pids.current": "10\n",
+                                  "pod/c2/pids.max": "max\n", "pod/c2/pids.current": "30\n"})
+    assert kpm.thread_room("0::/pod/c1\n", root) == 60 - kpm.THREAD_HEADROOM
+    assert kpm.thread_room("0::/pod/c2\n", root) == 60 - kpm.THREAD_HEADROOM
+    cgroup_tree(tmp_path, {"pod/c1/pids.max": "20\n"})
+    assert kpm.thread_room("0::/pod/c1\n", root) == 10 - kpm.THREAD_HEADROOM
 
 
 # -- over-long integers ------------------------------------------------------------

@@ -218,3 +218,16 @@ def test_in_a_container_the_budget_follows_its_memory_limit(launcher, cgroup, tm
     statuses = held_uploads(svc, "hold-echo", 8, held)
     assert svc.proc.poll() is None, "the process died: %s" % svc.raw_stderr[-3:]
     assert sorted(set(statuses)) == [200, 503] and len(statuses) == 8, statuses
+
+
+def test_a_parent_cgroups_memory_limit_sets_the_budget_too(launcher, cgroup, tmp_path):
+    """The service in a cgroup of its own with no limit, inside one limited to 192 MiB (a
+    systemd slice, a pod): the parent's limit sizes the budget."""
+    parent = cgroup("memory")
+    parent.limit(192 * MiB)
+    inner = parent.child("service")
+    pack = PackWriter(tmp_path)
+    pack.module("tools/t.py", TOOLS)
+    pack.tool("hold-echo", "tools/t.py", input={})
+    svc = launcher.start(pack.write(), preexec_fn=inner.join)
+    assert 0 < svc.records_of("listening")[0]["memoryBudget"] < 192 * MiB // 3
