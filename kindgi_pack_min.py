@@ -37,7 +37,7 @@ The path of a request, and the functions that take it:
                                       PackService.admit (503 overloaded)
       run_call                        the call runs in this thread, in a copy of the boot's
                                       context: call_tool / call_check (run_pack_code: async
-                                      pack code on the event loop)
+                                      pack code on the event loop, or 503 if it can't start)
       Call.settle                     exactly once, by whichever comes first: the result,
                                       the deadline (Watchman), the caller leaving, the drain
         PackService.call_record       the ``call`` record, before the answer (so records
@@ -63,8 +63,8 @@ Threads, and what they share:
 The service's threads come from ``start_thread``, and each has a way on
 when the process is at its limit of threads: a new connection is answered
 503, a settle is tried again next tick, the drain and the last records run
-in the thread at hand, and the first async call fails with a message that
-says so (the next one starts the loop).
+in the thread at hand, and the first async call is answered 503
+(``OutOfThreads``; the next one starts the loop).
 
     lock                       guards
     Records.lock               the stderr file descriptor, and the batch being written
@@ -264,6 +264,11 @@ class Limits:
 
 
 AT_THREAD_LIMIT = "the process is at its limit of threads (a container's pids limit, or ulimit -u)"
+
+
+class OutOfThreads(Exception):
+    """A call needs a thread the process can't start (the event loop of async pack code): it is
+    answered 503 ``overloaded``, to be retried, as a connection the service can't take is."""
 
 
 def start_thread(target, name, *args):
@@ -1996,20 +2001,20 @@ class PackRequestHandler(BaseHTTPRequestHandler):
         service = self.service
         service.answering.discard(self)      # from now on the call itself counts for the drain
         service.watchman.watch(call)
-        answer, status, failure = None, 200, None
+        answer, status, outcome, failure = None, 200, None, None
         try:
             answer = call.run()
+        except OutOfThreads:
+            answer, status, outcome = OVERLOADED, 503, "overloaded"
         except BaseException as exc:  # pack code's throws are answered inside: this is the service's bug
             failure = exc
         finally:
             service.watchman.forget(call)
             service.pack_code_returned()
         if failure is not None:   # reported once the slot is free: formatting a stack takes milliseconds
-            answer, status = service.failed(failure, "Call"), 500
-        if isinstance(answer, bytes):
-            outcome = "ok" if status == 200 else "service-error"
-        else:
-            outcome = (answer or {}).get("code", "cancelled")
+            answer, status, outcome = service.failed(failure, "Call"), 500, "service-error"
+        elif outcome is None:
+            outcome = "ok" if isinstance(answer, bytes) else (answer or {}).get("code", "cancelled")
         if call.settle(outcome, answer, status):
             return
         # The deadline passed or the caller left first: their answer (if any) ends this connection.
@@ -2057,8 +2062,11 @@ class PackRequestHandler(BaseHTTPRequestHandler):
         self.phase = "busy"
 
     def answer_invoke(self, answer, started, status=200, close=False):
-        """An invoke's answer: a 200 message with the duration and artifact headers, or a 500."""
+        """An invoke's answer: a 200 message with the duration and artifact headers, a 503 (with
+        ``retry-after``) or a 500 (which closes the connection)."""
         body = answer if isinstance(answer, bytes) else dump_json(answer)
+        if status == 503:
+            return self.answer(status, body, RETRY, close=close)
         if status != 200:
             return self.answer(status, body, close=True)
         self.answer(200, body, (("kindgi-duration-ms", str(int((time.monotonic() - started) * 1000))),
@@ -2522,6 +2530,8 @@ def call_tool(call):
         ctx = call.service.kindgi.ToolContext.from_wire(call.message["ctx"], call.cancellation,
                                                         call.service.tool_logger(call.fields))
         text, issues = _output_text(call, tool, value, ctx)
+    except OutOfThreads:
+        raise   # not pack code's: answered 503 (PackRequestHandler.run_call)
     except BaseException as exc:  # pack code: SystemExit and friends are answers too
         if _cancelled_by_us(call, exc):
             return None
@@ -2603,6 +2613,8 @@ def call_check(call):
     try:
         result = run_pack_code(call, check.check, (config, trace), check.is_async)
         wire = normalise_check_result(result)
+    except OutOfThreads:
+        raise   # not pack code's: answered 503 (PackRequestHandler.run_call)
     except BaseException as exc:  # pack code, and its result's own methods
         if _cancelled_by_us(call, exc):
             return None
@@ -3026,7 +3038,8 @@ class PackService:
             if self.loop is None:
                 import asyncio
                 if not self._start_event_loop(asyncio.new_event_loop()):
-                    raise RuntimeError("the event loop for async pack code could not start: " + AT_THREAD_LIMIT)
+                    self.out_of_threads("the event loop of async pack code (its call answered 503)")
+                    raise OutOfThreads()
             return self.loop
 
     def keep_the_boot_event_loop(self):
