@@ -3644,9 +3644,12 @@ def cgroup_number(folder, name, key=None):
             text = f.read()
     except OSError:
         return None
-    if key is not None:
-        values = [value for found, _, value in (line.partition(" ") for line in text.splitlines()) if found == key]
-        text = values[0] if values else ""
+    if key is not None:   # a file of "key value" lines: the value on the line of key
+        values = {}
+        for line in text.splitlines():
+            found, _, value = line.partition(" ")
+            values[found] = value
+        text = values.get(key, "")
     text = text.strip()
     if not DIGITS.match(text) or int(text) >= 1 << 60:   # "max", and v1's way of saying none
         return None
