@@ -507,11 +507,10 @@ def test_out_of_threads_the_first_async_call_is_answered_503_and_the_next_one_ru
     pids = cgroup("pids")
     pack = PackWriter(tmp_path / "pack")
     pack.module("tools/t.py", NO_ASYNCIO)
-    pack.tool("echo", "tools/t.py")
     pack.tool("async-echo", "tools/t.py")
     pack.guardrail("async-check", "tools/t.py")
     svc = launcher.start(pack.write(), env={"KINDGI_PACK_MIN_TEST": "first_request=5"}, preexec_fn=pids.join)
-    for data in (invoke(), fuzz.http_request("GET", "/healthz")):   # warm, with no async call
+    for data in (invoke(message("no-such-tool")), fuzz.http_request("GET", "/healthz")):   # warm, nothing async
         exchange_and_close(svc, data)
     pids.limit(settled(threads, svc) + 1)   # room for the call's connection, and not a thread more
     call = ((lambda: svc.call_tool("async-echo", {"a": 1}, timeout=10)) if target == "tool" else
@@ -520,21 +519,16 @@ def test_out_of_threads_the_first_async_call_is_answered_503_and_the_next_one_ru
     assert refused.status == 503 and refused.json == {"error": "overloaded"}, refused.json
     assert refused.headers.get("retry-after") == "1"
     assert "event loop" in svc.wait_record("out-of-threads", 5)["message"]
-    assert svc.wait_record("call", 5, where=lambda r: r["target"] == target and r["id"] != "echo")["outcome"] \
+    assert svc.wait_record("call", 5, where=lambda r: r["target"] == target and r["id"] != "no-such-tool")["outcome"] \
         == "overloaded"
     pids.limit("max")
     answer = call()
     assert answer.status == 200 and answer.json["kind"] in ("result", "check-result"), answer.json
     assert not svc.records_of("service-error")
 
+
 NO_ASYNCIO = '''\
 from kindgi import guardrail, tool
-
-
-@tool(id="echo", description="A test tool.", input={"type": "object"},
-      output={"type": "object"})
-def echo(input, ctx):
-    return input
 
 
 @tool(id="async-echo", description="A test tool.", input={"type": "object"},
