@@ -442,6 +442,7 @@ def test_a_parent_cgroups_pids_limit_caps_the_connections_too(launcher, cgroup, 
     svc = launcher.start(write_pack(tmp_path / "pack"), preexec_fn=parent.child("service").join)
     assert 16 <= svc.records_of("listening")[0]["maxConnections"] <= 120 - 32
 
+
 @pytest.mark.parametrize("limit", [1, 2, 3])
 def test_too_few_threads_to_boot_is_a_boot_failure(launcher, cgroup, tmp_path, limit):
     """The service's own threads (lifecycle, watchman, records) can't all start: one record, exit 1."""
