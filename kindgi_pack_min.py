@@ -1443,19 +1443,21 @@ def parse_head(lines):
     method, target, version = parts
     if not method or method.translate(None, TOKEN_BYTES):
         raise HttpError(400, "Malformed request method")
-    if CONTROL_IN_VALUE(target):
+    if CONTROL_IN_VALUE(target) or b"\t" in target:
         raise HttpError(400, "Malformed request line")
     try:
         method, target, version = method.decode("ascii"), target.decode("ascii"), version.decode("ascii")
     except UnicodeDecodeError:
         raise HttpError(400, "Malformed request line")
     if version not in ("HTTP/1.1", "HTTP/1.0"):
-        if HTTP_VERSION.match(version):
+        if not HTTP_VERSION.match(version):
+            raise HttpError(400, "Malformed HTTP version")
+        if not version.startswith("HTTP/1."):
             raise HttpError(505, "HTTP version not supported")
-        raise HttpError(400, "Malformed HTTP version")
+        version = "HTTP/1.1"   # a later 1.x is read as the highest this server speaks (RFC 9110 section 2.5)
     request = Request()
     request.method, request.target, request.version = method, target, version
-    request.path = target.split("?", 1)[0]
+    request.path = target_path(target)
     request.headers = headers = {}
     lengths = set()
     hosts = 0
@@ -1474,6 +1476,17 @@ def parse_head(lines):
     return request
 
 
+def target_path(target):
+    """The path of a request target: origin form (``/v1/info?x``), or absolute form
+    (``http://host/v1/info``), which a server must take too (RFC 9112 section 3.2.2)."""
+    path = target.split("?", 1)[0]
+    if not path.startswith("/"):
+        scheme, found, rest = path.partition("://")
+        if found and scheme.lower() in ("http", "https"):
+            path = "/" + rest.partition("/")[2]
+    return path
+
+
 def _framing(request, lengths):
     """Decide how the body is delimited and whether the connection stays open, refusing anything
     a proxy could read differently."""
@@ -1489,9 +1502,11 @@ def _framing(request, lengths):
         request.chunked = True
     elif lengths:
         value = lengths.pop()
-        if lengths or not DIGITS.match(value) or len(value) > 18:
+        if lengths or not DIGITS.match(value):
             raise HttpError(400, "Malformed Content-Length")
-        request.length = int(value)
+        digits = value.lstrip("0")
+        # Past 18 digits a length is past every limit: not read into an int (it may be 8 KB of digits).
+        request.length = int(digits or "0") if len(digits) <= 18 else 10 ** 18
     connection = headers.get("connection", "").lower()
     if request.version == "HTTP/1.1":
         request.keep_alive = "close" not in connection
@@ -1785,9 +1800,9 @@ DRAINING = error_body("draining")
 OVERLOADED = error_body("overloaded")
 RETRY = (("retry-after", "1"),)
 UNSAFE_HEADER_VALUE = re.compile("[\x00-\x1f\x7f]").search
-CONNECTIONS_FULL = (b"HTTP/1.1 503 Service Unavailable\r\ncontent-type: " + JSON_CONTENT_TYPE.encode()
-                    + b"\r\ncontent-length: %d\r\nretry-after: 1\r\nconnection: close\r\n\r\n"
-                    % len(OVERLOADED) + OVERLOADED)
+CONNECTIONS_FULL_HEAD = ("HTTP/1.1 503 Service Unavailable\r\ndate: %%s\r\ncontent-type: %s\r\n"   # %s: the date
+                         "content-length: %d\r\nretry-after: 1\r\nconnection: close\r\n\r\n"
+                         % (JSON_CONTENT_TYPE, len(OVERLOADED)))
 
 
 class PackRequestHandler(BaseHTTPRequestHandler):
@@ -1802,7 +1817,7 @@ class PackRequestHandler(BaseHTTPRequestHandler):
     protocol_version = "HTTP/1.1"
     probes_only = False      # a connection over the cap: /healthz and /readyz, then close
     trusted = False          # the connection has shown the token
-    phase = "idle"           # idle, head, busy, body or write
+    phase = "idle"           # idle, head, busy, body, write or linger
     phase_deadline = float("inf")
     request_head = None
     body_unread = False
@@ -1842,6 +1857,7 @@ class PackRequestHandler(BaseHTTPRequestHandler):
         """Read one request and answer it; any failure closes the connection."""
         self.close_connection = True
         self.phase = "idle"      # until a head begins, only the kernel's silence limit applies
+        self.request_head = None
         try:
             request = read_request_head(self.rfile, self.head_begins)
             if request is None:
@@ -1853,6 +1869,7 @@ class PackRequestHandler(BaseHTTPRequestHandler):
             self.service.answering.add(self)
             self.route(request)
         except HttpError as exc:
+            self.body_unread = True   # a refused head may have a body (or its own rest) behind it
             self.answer(exc.status, error_body(exc.message), exc.headers, close=True)
         except socket.timeout:
             self.close_connection = True   # the peer stalled: nothing to answer, unless it is over the cap
@@ -1881,6 +1898,7 @@ class PackRequestHandler(BaseHTTPRequestHandler):
         few seconds at most (nginx's lingering close).
         """
         sock = self.connection
+        self.set_phase("linger", self.limits.linger)   # the answer is out: a probe may take its place
         try:
             sock.shutdown(socket.SHUT_WR)
             sock.settimeout(min(1.0, self.limits.linger))
@@ -1902,7 +1920,7 @@ class PackRequestHandler(BaseHTTPRequestHandler):
             return self.answer(404, error_body("No route %s" % request.path))
         method, needs_token = route
         if request.method != method:
-            return self.answer(405, error_body("Use %s" % method))
+            return self.answer(405, error_body("Use %s" % method), (("allow", method),))
         service = self.service
         if needs_token:
             if self.probes_only:   # over the connection cap
@@ -1938,8 +1956,6 @@ class PackRequestHandler(BaseHTTPRequestHandler):
         if "application/json" not in request.header("content-type", ""):
             return self.answer(415, BAD_TYPE)
         started = time.monotonic()
-        if request.header("expect", "").lower() == "100-continue" and request.length <= MAX_BODY:
-            self.wfile.write(b"HTTP/1.1 100 Continue\r\n\r\n")
         message, refused = read_envelope(self.read_text(request))   # the text is freed once parsed
         if refused is not None:
             return self.answer_invoke(refused, started)
@@ -1961,14 +1977,21 @@ class PackRequestHandler(BaseHTTPRequestHandler):
         return text
 
     def read_body(self, request):
-        """The whole body, held against the memory budget; never more than MAX_BODY."""
+        """The whole body, held against the memory budget; never more than MAX_BODY.
+
+        A client that waits for ``100 Continue`` is told to send only once the
+        body is known to be taken (RFC 9110 section 10.1.1; never to HTTP/1.0).
+        """
         self.set_phase("body", self.limits.body)
+        if not request.chunked:
+            if request.length > MAX_BODY:
+                raise HttpError(413, "Request body too large")
+            self.hold_more_memory(2 * request.length)   # the body, and its text to come
+        if request.version == "HTTP/1.1" and request.header("expect", "").lower() == "100-continue":
+            self.wfile.write(b"HTTP/1.1 100 Continue\r\n\r\n")
         if request.chunked:
             body = read_chunked(self.rfile, self.hold_chunk)
-        elif request.length > MAX_BODY:
-            raise HttpError(413, "Request body too large")
         else:
-            self.hold_more_memory(2 * request.length)   # the body, and its text to come
             body = self.rfile.read(request.length)
             if len(body) != request.length:
                 raise ConnectionError("the body ended early")
@@ -2041,12 +2064,16 @@ class PackRequestHandler(BaseHTTPRequestHandler):
         for name, value in headers:   # every value is checked at boot; this is the last line of defence
             if UNSAFE_HEADER_VALUE(value):
                 raise ValueError("refusing to write a control character in the %s header" % name)
-        head = "HTTP/1.1 %d %s\r\ndate: %s\r\ncontent-type: %s\r\ncontent-length: %d\r\n%s%s\r\n" % (
-            status, self.responses.get(status, ("",))[0], self.server.date(), JSON_CONTENT_TYPE, len(body),
-            "".join(["%s: %s\r\n" % h for h in headers]),
-            "connection: close\r\n" if self.close_connection else "")
         request = self.request_head
-        head = head.encode("ascii")
+        if self.close_connection:
+            connection = "connection: close\r\n"
+        elif request.version == "HTTP/1.0":
+            connection = "connection: keep-alive\r\n"   # else a 1.0 client takes the answer to end at a close
+        else:
+            connection = ""
+        head = ("HTTP/1.1 %d %s\r\ndate: %s\r\ncontent-type: %s\r\ncontent-length: %d\r\n%s%s\r\n" % (
+            status, self.responses.get(status, ("",))[0], self.server.date(), JSON_CONTENT_TYPE, len(body),
+            "".join(["%s: %s\r\n" % h for h in headers]), connection)).encode("ascii")
         if request is not None and request.method == "HEAD":
             pieces = (head,)
         elif len(body) > BIG_ANSWER:
@@ -3249,7 +3276,8 @@ class PackHTTPServer(ThreadingHTTPServer):
         probes: a few connections are kept for that, and when those are
         taken too, the one that has waited longest for its request makes
         room (a probe asks as soon as it connects, a flood's connection
-        doesn't).  Only when none can make room is the answer a 503 at once.
+        doesn't), or one that only lingers after its answer.  Only when none
+        can make room is the answer a 503 at once.
         """
         self.last_accepted = time.monotonic()
         with self.count_lock:
@@ -3262,24 +3290,25 @@ class PackHTTPServer(ThreadingHTTPServer):
             else:
                 handler_class = None
         if handler_class is None:
-            try:
-                request.sendall(CONNECTIONS_FULL)
-            except OSError:
-                pass
+            self.refuse_connection(request)
             return self.shutdown_request(request)
         if start_thread(self.serve_connection, "connection", request, client_address, handler_class) is None:
             self.service.out_of_threads("a new connection (answered 503)")
-            try:
-                request.sendall(CONNECTIONS_FULL)
-            except OSError:
-                pass
+            self.refuse_connection(request)
             self.connection_ended(request, handler_class)
 
+    def refuse_connection(self, request):
+        """Answer 503 ``overloaded`` on a connection no thread serves, without reading its request."""
+        try:
+            request.sendall((CONNECTIONS_FULL_HEAD % self.date()).encode("ascii") + OVERLOADED)
+        except OSError:
+            pass
+
     def make_room_for_a_probe(self):
-        """Shut the probes-only connection that has waited longest without a request; the caller
-        holds ``count_lock``.  True when there was one."""
+        """Shut the probes-only connection that has waited longest without a request, or that
+        only lingers after its answer; the caller holds ``count_lock``.  True when there was one."""
         waiting = [h for h in list(self.handlers)
-                   if h.probes_only and not h.evicted and h.phase in ("idle", "head")]
+                   if h.probes_only and not h.evicted and h.phase in ("idle", "head", "linger")]
         if not waiting:
             return False
         oldest = min(waiting, key=lambda handler: handler.accepted_at)

@@ -74,6 +74,8 @@ def test_the_first_byte_is_reported_once_a_head_begins():
     (b"GET / HTTP/1.1\r\nA: b\x01c\r\n\r\n", 400, "Malformed header line"),
     (b"GET / HTTP/1.1\r\n a: b\r\n\r\n", 400, "Obsolete header line folding"),
     (b"GET /a\x01b HTTP/1.1\r\n\r\n", 400, "Malformed request line"),
+    (b"GET /a\tb HTTP/1.1\r\n\r\n", 400, "Malformed request line"),
+    (b"GET / HTTP/0.9\r\n\r\n", 505, "HTTP version not supported"),
     (b"\x16\x03\x01", 400, "Malformed request line"),
     (b"GET /" + b"a" * 9000 + b" HTTP/1.1\r\n\r\n", 414, "Request line too long"),
     (b"GET / HTTP/1.1\r\n" + b"a: b\r\n" * 101 + b"\r\n", 431, "Request header fields too large"),
@@ -99,6 +101,32 @@ def test_the_same_content_length_twice_is_one_length():
     """Two equal headers, or the list a proxy may join them into (RFC 9110, section 8.6)."""
     for lengths in (b"content-length: 5\r\ncontent-length: 5", b"content-length: 5, 5", b"content-length: 5 ,5"):
         assert head(b"POST / HTTP/1.1\r\nHost: a\r\n" + lengths + b"\r\n\r\n").length == 5
+
+
+def test_a_content_length_may_have_leading_zeros_and_any_number_of_digits():
+    """A length past every limit is still a length (answered 413 where a body is read), not a 400."""
+    def length(value):
+        return head(b"POST / HTTP/1.1\r\nHost: a\r\nContent-Length: " + value + b"\r\n\r\n").length
+    assert (length(b"0" * 19), length(b"0" * 30 + b"12"), length(b"9" * 18)) == (0, 12, 10 ** 18 - 1)
+    assert length(b"1" + b"0" * 20) > kpm.MAX_BODY and length(b"7" * 8000) > kpm.MAX_BODY
+
+
+def test_a_later_http_1_minor_version_is_read_as_1_1():
+    """RFC 9110 section 2.5: a higher minor version of a major one the server speaks."""
+    assert head(b"GET / HTTP/1.2\r\nHost: a\r\n\r\n").version == "HTTP/1.1"
+    with pytest.raises(kpm.HttpError) as caught:
+        head(b"GET / HTTP/1.9\r\n\r\n")   # read as 1.1, so it needs a Host
+    assert caught.value.message == "Missing Host header"
+
+
+@pytest.mark.parametrize("target, path", [
+    ("/v1/info", "/v1/info"), ("/v1/info?a=b", "/v1/info"), ("http://pack:8080/v1/info?a=b", "/v1/info"),
+    ("HTTPS://pack/healthz", "/healthz"), ("http://pack", "/"), ("http://pack?x", "/"), ("*", "*"),
+    ("ftp://pack/healthz", "ftp://pack/healthz"), ("pack/healthz", "pack/healthz"),
+])
+def test_the_path_of_an_origin_or_absolute_form_target(target, path):
+    """RFC 9112 section 3.2.2: a server takes the absolute form too (as a proxy sends it)."""
+    assert kpm.target_path(target) == path
 
 
 def test_an_http10_request_needs_no_host():

@@ -162,6 +162,7 @@ def result_of(answer):
     (b"GET /healthz HTTP/1\r\n\r\n", 400),
     (b"GET /healthz http/1.1\r\n\r\n", 400),
     (b"GET /healthz HTTP/2.0\r\n\r\n", 505),
+    (b"GET /hea\tlthz HTTP/1.1\r\nHost: a\r\n\r\n", 400),
     (b"GET /healthz HTTP/1.1\r\nno-colon-here\r\n\r\n", 400),
     (b"GET /healthz HTTP/1.1\r\nbad name: x\r\n\r\n", 400),
     (b"GET /healthz HTTP/1.1\r\nbad(name): x\r\n\r\n", 400),
@@ -204,6 +205,30 @@ def test_an_http11_request_needs_exactly_one_host(service, head, message):
 def test_http10_closes_unless_asked(service):
     answers, closed = answers_to(service, b"GET /healthz HTTP/1.0\r\n\r\nGET /healthz HTTP/1.0\r\n\r\n")
     assert [a.status for a in answers] == [200] and closed
+
+
+def test_http10_keep_alive_is_said_in_the_answer(service):
+    """A 1.0 client that asked to keep the connection reads an answer without the header as ending at a close."""
+    asked = b"GET /healthz HTTP/1.0\r\nConnection: keep-alive\r\n\r\n"
+    answers, closed = answers_to(service, asked * 2 + b"GET /healthz HTTP/1.0\r\n\r\n")
+    assert [(a.status, a.header("connection")) for a in answers] == [(200, "keep-alive")] * 2 + [(200, "close")]
+    assert closed
+
+
+def test_an_absolute_form_target_is_routed_by_its_path(service):
+    """RFC 9112 section 3.2.2: a server takes ``http://host/path`` as a target (a proxy sends it)."""
+    answers, _ = answers_to(service, get("http://pack.internal:8080/v1/info?x=1")
+                            + fuzz.http_request("GET", "http://pack.internal/healthz"))
+    assert [a.status for a in answers] == [200, 200] and answers[0].json()["protocol"] == 2
+
+
+def test_after_a_head_request_the_next_refusal_still_has_its_body(service):
+    """HEAD is 405 and keeps the connection; the next head is malformed: its 400 comes whole."""
+    raw, closed = fuzz.exchange(service.port, b"HEAD /healthz HTTP/1.1\r\nHost: a\r\n\r\n"
+                                              b"GET /healthz HTTP/1.1\r\nHost: a\r\nx-a b\r\n\r\n")
+    assert raw.startswith(b"HTTP/1.1 405 ") and closed, raw
+    answers, leftover = fuzz.parse_answers(raw[raw.index(b"\r\n\r\n") + 4:])   # the HEAD answer has no body
+    assert [(a.status, a.json()) for a in answers] == [(400, {"error": "Malformed header line"})] and not leftover
 
 
 def test_bad_token_bytes_are_401(service):
@@ -340,6 +365,32 @@ def test_expect_100_continue(service):
     refused_and_closed(service, invoke(headers=[("expect", "100-continue")], token="nope"), 401)
 
 
+def test_100_continue_only_to_http11_and_only_for_a_body_that_is_taken(service):
+    """Never to HTTP/1.0 (RFC 9110 section 15.2), and not before a refusal of the body."""
+    expect = [("expect", "100-continue")]
+    raw, _ = fuzz.exchange(service.port, invoke(headers=expect).replace(b" HTTP/1.1\r\n", b" HTTP/1.0\r\n", 1))
+    assert raw.startswith(b"HTTP/1.1 200 "), raw[:100]
+    raw, _ = fuzz.exchange(service.port, bare_invoke_head() + b"expect: 100-continue\r\n"
+                           b"content-length: %d\r\n\r\n" % (MAX_BODY + 1))
+    assert raw.startswith(b"HTTP/1.1 413 ") and b"100 Continue" not in raw, raw[:100]
+    raw, _ = fuzz.exchange(service.port, invoke(headers=expect))
+    assert raw.startswith(b"HTTP/1.1 100 Continue\r\n\r\nHTTP/1.1 200 "), raw[:100]
+
+
+@pytest.mark.parametrize("length", [b"1" + b"0" * 20, b"9" * 5000], ids=["21 digits", "5000 digits"])
+def test_a_content_length_of_any_size_is_413(service, length):
+    """A length of more digits than any body this service takes is still a length, not a 400."""
+    answer = refused_and_closed(service, bare_invoke_head() + b"content-length: " + length + b"\r\n\r\n", 413)
+    assert answer.json() == {"error": "Request body too large"}
+
+
+def test_a_content_length_with_leading_zeros_is_its_number(service):
+    body = message()
+    data = invoke(body).replace(b"content-length: %d" % len(body), b"content-length: %020d" % len(body))
+    answers, _ = answers_to(service, data)
+    assert [result_of(a) for a in answers] == [{"a": 1}]
+
+
 # -- early answers over an unread body ---------------------------------------------
 
 EARLY = [
@@ -381,14 +432,18 @@ def test_421_and_503_close_over_the_unread_body(strict_service):
         assert [result_of(a) for a in answers] == [{"slept": 1.5}]
 
 
-@pytest.mark.parametrize("size, token, status", [(4 * 1024 * 1024, "wrong", 401),
-                                                 (MAX_BODY + 1, TOKEN, 413)])
-def test_early_refusal_with_big_body_is_seen(service, size, token, status):
+@pytest.mark.parametrize("size, token, framing, status", [
+    (4 * 1024 * 1024, "wrong", {}, 401),
+    (MAX_BODY + 1, TOKEN, {}, 413),
+    (4 * 1024 * 1024, TOKEN, {"content-length": "5, 6"}, 400),         # refused as the head is read
+    (4 * 1024 * 1024, TOKEN, {"transfer-encoding": "gzip"}, 501),
+], ids=["401", "413", "400 head", "501 head"])
+def test_early_refusal_with_big_body_is_seen(service, size, token, framing, status):
     """A client sends the whole body before reading (as http.client does): it must still get the answer."""
     conn = http.client.HTTPConnection("127.0.0.1", service.port, timeout=30)
     try:
         conn.request("POST", "/v1/invoke", body=b" " * size,
-                     headers={"kindgi-pack-token": token, "content-type": "application/json"})
+                     headers=dict(framing, **{"kindgi-pack-token": token, "content-type": "application/json"}))
         response = conn.getresponse()
         assert response.status == status
         response.read()

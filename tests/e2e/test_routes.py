@@ -200,6 +200,7 @@ def test_404_names_the_path_without_its_query(service):
 def test_known_path_other_method_is_405_before_the_token(service, method, path, allowed):
     resp = service.request(method, path, token=False)
     assert_answer(resp, 405, ('{"error":"Use %s"}' % allowed).encode())
+    assert resp.header("allow") == allowed   # RFC 9110 section 15.5.6: a 405 says what is allowed
     assert_no_invoke_headers(resp)
 
 

@@ -236,6 +236,7 @@ def test_503_at_the_connection_cap(service):
             answers, _ = fuzz.parse_answers(fuzz.read_answers(sock, want=1, idle=2)[0])
             sock.close()
             assert [a.status for a in answers] == [status], (i, answers)
+            assert answers[0].header("date"), answers[0].headers   # on every answer, the cap's 503 too
 
         many(len(cases), one)
     finally:
@@ -382,6 +383,42 @@ def test_probes_are_answered_while_every_connection_slot_is_held(launcher, tmp_p
             sock.close()
     assert statuses == [200] * 20
     assert (ready.status, ready.json) == (200, {"status": "ready"})
+
+
+def test_a_probe_makes_room_by_closing_a_connection_that_only_lingers(launcher, tmp_path):
+    """Over the cap, 64 connections ask /healthz with a body they never finish and keep the
+    service reading it (a byte every 0.3 s): they have their answer, so a probe takes the place
+    of one of them instead of meeting the 503."""
+    svc = launcher.start(write_pack(tmp_path / "pack"), env={"KINDGI_PACK_MIN_TEST": "connections=2,first_request=30"})
+    held = [fuzz.connect(svc.port) for _ in range(2)]   # the cap
+    lingering = []
+    stop = threading.Event()
+
+    def keep_lingering():
+        while not stop.wait(0.3):
+            for sock in lingering:
+                try:
+                    sock.send(b"x")
+                except OSError:
+                    pass
+
+    thread = threading.Thread(target=keep_lingering, daemon=True)
+    try:
+        for _ in range(64):   # the probe slots
+            sock = fuzz.connect(svc.port)
+            sock.sendall(b"GET /healthz HTTP/1.1\r\nHost: a\r\ncontent-length: 100000\r\n\r\n")
+            lingering.append(sock)
+        thread.start()
+        for sock in lingering:
+            answers, _ = fuzz.parse_answers(fuzz.read_answers(sock, want=1, idle=2)[0])
+            assert [a.status for a in answers] == [200]
+        statuses = [svc.request("GET", "/healthz", token=False, timeout=5).status for _ in range(3)]
+    finally:
+        stop.set()
+        thread.join(5)
+        for sock in held + lingering:
+            sock.close()
+    assert statuses == [200] * 3
 
 
 def test_out_of_file_descriptors_backs_off_and_recovers(launcher, tmp_path):
