@@ -43,6 +43,9 @@ The path of a request, and the functions that take it:
         PackService.call_record       the ``call`` record, before the answer (so records
                                       come in the order callers see answers)
         answer_invoke / answer        the answer leaves, one write
+      Call.cancel                     for a deadline, a caller gone or the drain's end: the
+                                      call's cancellation fires (pack code's callbacks), after
+                                      the answer
 
 Threads, and what they share:
 
@@ -54,6 +57,7 @@ Threads, and what they share:
     hang-up          the watchman             settles a call whose caller left (runs its callbacks)
     records          serve()                  writes batched records to stderr
     lifecycle, drain Lifecycle                signals (their numbers, from C, on a pipe): drain, then exit
+    cancelling       the drain, at its end    fires the cancellations of the calls it gave up on
     exit handlers    Lifecycle.stop           pack code's atexit handlers, after the drain (1 s at most)
     saying draining  begin_drain              writes ``draining`` (``stop`` waits for it, 1 s at most)
     event loop       main(), or the first     runs all async pack code, and the tasks it leaves
@@ -226,6 +230,7 @@ MAX_HEAD_BYTES = 65536
 MAX_HEADERS = 100
 MAX_HEADER_VALUE = 1024              # a value the service writes into a header
 MAX_INT_DIGITS = 4300                # Python 3.11+'s int/str limit, kept on every version
+TOO_MANY_DIGITS = 10 ** MAX_INT_DIGITS   # the least int with more digits than that
 MAX_ISSUES = 1000                    # validation issues in one answer
 MAX_CALLER_TEXT = 1024               # characters of a caller's string in a record
 RECORD_BATCH_SECONDS = 0.02          # how long a record may wait to be written with others
@@ -322,9 +327,9 @@ def is_finite(number):
 
 
 def is_too_long(number):
-    """An int Python 3.11+ refuses to write, over MAX_INT_DIGITS digits (refused a little early
-    here, by its bits: counting its digits would take as long as writing it)."""
-    return number.bit_length() > MAX_INT_DIGITS * 3
+    """An int of more than MAX_INT_DIGITS digits, which Python 3.11+ refuses to write (compared,
+    not counted: counting its digits would take as long as writing it)."""
+    return not -TOO_MANY_DIGITS < number < TOO_MANY_DIGITS
 
 
 @functools.lru_cache(maxsize=1024)   # the same few names in every record
@@ -386,7 +391,7 @@ def redact_fields(value, token=None, depth=0, on_path=None):
     on_path.add(id(value))
     try:
         if isinstance(value, Mapping):
-            named = ((_safe_str(key), item) for key, item in value.items())
+            named = ((field_name(key, token), item) for key, item in value.items())
             return {name: "[redacted]" if is_secret_key(name) else redact_fields(item, token, depth + 1, on_path)
                     for name, item in named}
         return [redact_fields(item, token, depth + 1, on_path) for item in value]
@@ -394,11 +399,19 @@ def redact_fields(value, token=None, depth=0, on_path=None):
         on_path.discard(id(value))
 
 
-def error_fields(exc, with_stack, depth=0):
+def field_name(key, token=None):
+    """A key of pack code's record fields as the record writes it: never the service token."""
+    name = _safe_str(key)
+    return "[redacted]" if token is not None and token.is_token(name) else name
+
+
+def error_fields(exc, with_stack, token=None, depth=0):
     """An exception in a pack's record: its name, message, ``code`` (an ``OSError``'s or an HTTP
     error's, say), stack when asked, and the exception it was raised from; ``redact_fields``
-    masks them with the rest."""
-    fields = {"name": type(exc).__name__, "message": _safe_str(exc)}
+    masks them with the rest.  A message that is the service token is masked in the stack too,
+    where it is only part of the text."""
+    message = _safe_str(exc)
+    fields = {"name": type(exc).__name__, "message": message}
     try:
         code = getattr(exc, "code", None)
     except Exception:  # pack code's property
@@ -407,9 +420,11 @@ def error_fields(exc, with_stack, depth=0):
         fields["code"] = _safe_str(code)
     if with_stack:
         fields["stack"] = format_stack(exc)
+        if token is not None and message and token.is_token(message):
+            fields["stack"] = fields["stack"].replace(message, "[redacted]")
     cause = exc.__cause__
     if cause is not None and depth < 3:
-        fields["cause"] = error_fields(cause, with_stack, depth + 1)
+        fields["cause"] = error_fields(cause, with_stack, token, depth + 1)
     return fields
 
 
@@ -634,7 +649,7 @@ class PackLogger:
 
     def __init__(self, records, subsystem="pack", bindings=None):
         self._records = records
-        self._subsystem = subsystem
+        self._subsystem = field_name(subsystem, records.token)
         self._bindings = dict(bindings or {})
 
     def _log(self, level, message, fields, in_message, kw):
@@ -653,14 +668,14 @@ class PackLogger:
         token = records.token
         reserved = {key: merged.pop(key) for key in RESERVED_KEYS if key in merged}
         err = merged.pop("err", _NO_ERROR)
-        out = redact_fields({key: error_fields(value, level == "error") if isinstance(value, BaseException)
+        out = redact_fields({key: error_fields(value, level == "error", token) if isinstance(value, BaseException)
                              else value for key, value in merged.items()}, token)
         if reserved:   # kept, but where they can't pass for the record's own (a `listening` of pack code's)
             out["fields"] = redact_fields(reserved, token)
         if err is not _NO_ERROR:   # the error last, as the SDK writes it; its stack at error, or when debugging
             with_stack = level == "error" or records.enabled("debug", self._subsystem)
-            out["err"] = redact_fields(error_fields(err, with_stack) if isinstance(err, BaseException) else _safe_str(err),
-                                       token)
+            err = error_fields(err, with_stack, token) if isinstance(err, BaseException) else _safe_str(err)
+            out["err"] = redact_fields(err, token)
         stated = [key for key in in_message or () if key in out and key != "err"]
         if stated:   # the fields the message states, of those the record has: a pretty line leaves them out
             out["inMessage"] = stated
@@ -679,7 +694,7 @@ class PackLogger:
         merged = dict(self._bindings)
         merged.update(args[1] if len(args) == 2 and args[1] else {})
         merged.update(kw)
-        return PackLogger(self._records, _safe_str(merged.pop("subsystem", self._subsystem)), merged)
+        return PackLogger(self._records, merged.pop("subsystem", self._subsystem), merged)
 
     def is_level_enabled(self, level):
         return level in LEVELS and self._records.enabled(level, self._subsystem)
@@ -2146,17 +2161,18 @@ def _pointer(parts):
 
 
 def model_issues(exc):
-    """Issues from a model's own validation error (pydantic's, or the stand-in's)."""
-    issues = getattr(exc, "issues", None)
-    if isinstance(issues, list):
-        return issues
+    """Issues from a model's own validation error (pydantic's, or the stand-in's); one issue with
+    its text when it has another shape (pack code may raise a ``ValidationError`` of its own)."""
     try:
-        errors = exc.errors()
-    except BaseException:
+        issues = getattr(exc, "issues", None)
+        if not isinstance(issues, list):
+            issues = [{"instancePath": _pointer(e.get("loc", ())), "schemaPath": "#",
+                       "keyword": str(e.get("type", "model")), "params": {}, "message": str(e.get("msg", ""))}
+                      for e in exc.errors()]
+        dump_json(issues)   # the answer must be able to carry them
+        return issues
+    except BaseException:  # pack code's object
         return [{"instancePath": "", "schemaPath": "#", "params": {}, "message": _safe_str(exc)}]
-    return [{"instancePath": _pointer(e.get("loc", ())), "schemaPath": "#",
-             "keyword": str(e.get("type", "model")), "params": {}, "message": str(e.get("msg", ""))}
-            for e in errors]
 
 
 def is_model_error(exc):
@@ -2377,7 +2393,10 @@ def to_json_text(value):
     try:   # a key the json module can't write (a tuple, a date): converted as the SDK converts it
         return _dump_pack_value(with_converted_keys(value)), None
     except BaseException as exc:
-        issues = json_issues(value)
+        try:
+            issues = json_issues(value)
+        except BaseException:  # pack objects that raise even as they are looked at (a float's __eq__)
+            issues = []
         if not issues:   # nested too deeply for the encoder, or an iterator that raised and is spent now
             issues = [_json_issue(None, "could not be written as JSON: %s: %s" % (type(exc).__name__, _safe_str(exc)))]
         return None, issues
@@ -2432,7 +2451,12 @@ def run_pack_code(call, fn, args, is_async):
     done.wait()
     call.stop_task = None   # nothing left to stop; and a cancelled task holds its traceback, this call in it
     if ended[0].cancelled():
-        raise sys.modules["asyncio"].CancelledError()   # the call's own cancellation stopped it
+        # The call's own cancellation stopped it, perhaps before it began: a coroutine never
+        # awaited would say so on stderr when collected, in a line that is not a record.
+        close = getattr(coroutine, "close", None)
+        if close is not None:
+            close()
+        raise sys.modules["asyncio"].CancelledError()
     value, raised = outcome.pop()
     if raised is None:
         return value
@@ -2449,8 +2473,17 @@ def _cancel_task(cancellation, task, reason):
     before a ``wait_async`` in it can return, as on the official service: an
     async handler stops at the await it is in, whatever it awaits.
     """
-    cancellation.cancel(reason)
+    fire_cancellation(cancellation, reason)
     task.cancel()
+
+
+def fire_cancellation(cancellation, reason):
+    """Fire a call's cancellation.  Its callbacks are pack code: what they raise, even a
+    ``SystemExit``, is theirs, and the call ends all the same."""
+    try:
+        cancellation.cancel(reason)
+    except BaseException:  # pack code
+        pass
 
 
 async def _guarded(call, awaitable, outcome):
@@ -2597,8 +2630,8 @@ def normalise_check_result(result):
     if isinstance(result, bool):
         return {"passed": result}
     to_wire = getattr(result, "to_wire", None)
-    if callable(to_wire):
-        return to_wire()
+    if callable(to_wire):   # a CheckResult: its wire form must have the same shape
+        result = to_wire()
     if isinstance(result, Mapping) and isinstance(result.get("passed"), bool):
         return dict(result)
     return None
@@ -2683,8 +2716,9 @@ class Call:
     Four parties may end it: the connection's thread when pack code returns,
     the watchman when the deadline passes or the caller leaves, and the drain
     when it runs out of time.  ``settle`` lets the first of them decide the
-    outcome, fire the cancellation, write the answer and the record; the
-    others find it settled and stay silent.
+    outcome and write the record and the answer; the others find it settled
+    and stay silent.  A deadline, a caller gone or the drain then fires the
+    call's cancellation (``cancel``).
     """
 
     def __init__(self, handler, message, started):
@@ -2728,21 +2762,18 @@ class Call:
     def settle(self, outcome, answer=None, status=200):
         """Decide the call's outcome, unless another party has: True for the one that does.
 
-        The one that settles writes the ``call`` record, fires the
-        cancellation (for a deadline or a caller gone), then writes
-        ``answer`` if there is one; ``done`` is set once all that is done.
-        The record goes first: a caller that has its answer and calls again
-        finds the records in the order of its calls, and what a cancelled
-        handler logs comes after it.
+        The one that settles writes the ``call`` record (none for a 503: the
+        call did not run), then ``answer`` if there is one; ``done`` is set
+        once both are out.  The record goes first: a caller that has its
+        answer and calls again finds the records in the order of its calls.
         """
         with self.lock:
             if self.outcome is not None:
                 return False
             self.outcome = outcome
         try:
-            self.service.call_record(self)
-            if outcome in CANCELLING:
-                self.cancel(outcome)
+            if status != 503:
+                self.service.call_record(self)
             if answer is not None:
                 self.handler.answer_invoke(answer, self.started, status, close=outcome in CANCELLING)
         finally:
@@ -2751,17 +2782,21 @@ class Call:
 
     def expire(self):
         """The deadline passed before pack code returned (the watchman calls this, in a thread)."""
-        self.settle("deadline-exceeded", self.error("deadline-exceeded", "%s passed its deadline" % self.target_id))
+        if self.settle("deadline-exceeded", self.error("deadline-exceeded", "%s passed its deadline" % self.target_id)):
+            self.cancel("deadline-exceeded")
 
     def hang_up(self):
         """The caller left before pack code returned (the watchman calls this, in a thread)."""
-        self.settle("cancelled")
+        if self.settle("cancelled"):
+            self.cancel("cancelled")
 
     def cancel(self, reason):
         """Fire the call's cancellation, and stop its async task (``_cancel_task``) if it has one.
 
-        For an async call both happen on the loop, so a coroutine that holds
-        the loop (a ``time.sleep``) delays them, as on the official service.
+        Only once the answer is out: the cancellation's callbacks are pack
+        code, which may take its time or raise (``fire_cancellation``).  For
+        an async call both happen on the loop, so a coroutine that holds the
+        loop (a ``time.sleep``) delays them, as on the official service.
         ``settle`` set the outcome first: a task that starts meanwhile sees it
         and is stopped by ``run_pack_code``.
         """
@@ -2771,7 +2806,7 @@ class Call:
                 return stop_task(reason)
             except RuntimeError:
                 pass  # the task's loop already closed
-        self.cancellation.cancel(reason)
+        fire_cancellation(self.cancellation, reason)
 
     def elapsed_ms(self):
         return int((time.monotonic() - self.started) * 1000)
@@ -3199,10 +3234,21 @@ class PackService:
         return False
 
     def give_up_on_calls(self):
-        """The drain ran out of time: the calls still running end ``cancelled``, with their records."""
+        """The drain ran out of time: the calls still running end ``cancelled``, with their records.
+
+        Their cancellations fire in a thread nobody waits for: the callbacks
+        are pack code, and the exit must not wait for one that blocks.
+        Without a thread, they don't fire: the process is about to end.
+        """
         if self.watchman is not None:
-            for call in self.watchman.unsettled():
-                call.settle("cancelled")
+            given_up = [call for call in self.watchman.unsettled() if call.settle("cancelled")]
+            if given_up:
+                start_thread(self._cancel_all, "cancelling", given_up)
+
+    @staticmethod
+    def _cancel_all(calls):
+        for call in calls:
+            call.cancel("cancelled")
 
 
 class PackHTTPServer(ThreadingHTTPServer):
@@ -3559,7 +3605,17 @@ class Lifecycle:
 
 def make_records(config):
     pretty = config.log_format == "pretty" or (config.log_format == "auto" and os.isatty(2))
-    return Records(2, config.log_level, config.log_levels, pretty)
+    return Records(stderr_of_our_own(), config.log_level, config.log_levels, pretty)
+
+
+def stderr_of_our_own():
+    """A descriptor of stderr that pack code doesn't hold: pack code that closes descriptor 2, or
+    points it at /dev/null to quiet a library, must not send the records into whatever file or
+    caller's socket takes the number next, or lose them."""
+    try:
+        return os.dup(2)   # not inherited by child processes, as os.dup makes them
+    except OSError:
+        return 2   # no stderr at all: the records go nowhere, as they would anyway
 
 
 def line_buffered_output(utf8):
@@ -4045,7 +4101,7 @@ def _standin_run_callback(callback, reason):
     """Run one cancel callback; a failing callback must not stop the others."""
     try:
         callback(reason)
-    except Exception:
+    except BaseException:  # pack code: a SystemExit too
         pass
 
 

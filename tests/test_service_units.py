@@ -394,6 +394,34 @@ def test_a_check_result_refuses_what_pydantic_refuses(fields, path, keyword):
     assert [(i["instancePath"], i["keyword"]) for i in refused.value.issues] == [(path, keyword)]
 
 
+class ValidationError(Exception):
+    """A pack's own exception that pydantic lets through a field validator: its shape is anyone's."""
+
+    def __init__(self, issues=None, errors=None):
+        Exception.__init__(self, "not valid")
+        if issues is not None:
+            self.issues = issues
+        self._errors = errors
+
+    def errors(self):
+        return self._errors
+
+
+@pytest.mark.parametrize("error", [ValidationError(issues=[{"message": object()}]),
+                                   ValidationError(errors=["not a dict"]), ValidationError(errors=[{"loc": 5}]),
+                                   ValidationError(errors=None)], ids=["issues", "errors-str", "loc-int", "none"])
+def test_a_model_error_of_another_shape_is_one_issue_with_its_text(error):
+    assert kpm.is_model_error(error)
+    assert kpm.model_issues(error) == [{"instancePath": "", "schemaPath": "#", "params": {}, "message": "not valid"}]
+
+
+def test_a_model_errors_issues_are_taken_as_they_are():
+    issues = [{"instancePath": "/a", "schemaPath": "#", "keyword": "x", "params": {}, "message": "m"}]
+    assert kpm.model_issues(ValidationError(issues=issues)) is issues
+    assert kpm.model_issues(ValidationError(errors=[{"loc": ("a", 0), "msg": "m", "type": "x"}])) == [
+        {"instancePath": "/a/0", "schemaPath": "#", "keyword": "x", "params": {}, "message": "m"}]
+
+
 def test_a_dict_check_result_is_converted_when_written():
     wire = kpm.normalise_check_result({"passed": True, "at": decimal.Decimal("2.50")})
     assert kpm.to_json_text(wire) == ('{"passed":true,"at":"2.50"}', None)
@@ -483,6 +511,24 @@ def test_pack_code_fields_lose_secret_keys_and_the_token(pipe_records):
     record = json.loads(lines(records)[0])
     assert (record["message"], record["apiKey"], record["plain"], record["nested"], record["other"]) == (
         "[redacted]", "[redacted]", "[redacted]", ["[redacted]", "ok"], "s3cret-token and more")
+
+
+def test_the_token_as_a_field_name_a_subsystem_or_in_a_stack_is_masked(pipe_records):
+    """Where pack code's record holds the token whole: a key, a subsystem, an error's message (and so
+    its stack, which quotes the message)."""
+    make, lines = pipe_records
+    records = make()
+    records.token = kpm.TokenCheck(kpm.sha256(b"s3cret-token").digest(), len("s3cret-token"))
+    logger = kpm.PackLogger(records, "pack.tool").child(subsystem="s3cret-token")
+    try:
+        raise ValueError("s3cret-token")
+    except ValueError as exc:
+        logger.error("failed", {"s3cret-token": 1, "nested": {"s3cret-token": 2}}, err=exc)
+    line = lines(records)[0]
+    assert "s3cret-token" not in line, line
+    record = json.loads(line)
+    assert (record["subsystem"], record["[redacted]"], record["nested"]) == ("[redacted]", 1, {"[redacted]": 2})
+    assert record["err"]["message"] == "[redacted]" and "ValueError: [redacted]" in record["err"]["stack"]
 
 
 @pytest.mark.parametrize("key", ["token", "accessToken", "refresh_token", "password", "DB_PASSWD", "pass_word",
@@ -785,6 +831,14 @@ LONG = kpm.MAX_INT_DIGITS + 1
 def test_a_run_of_digits_over_the_limit_is_found(text, found):
     assert kpm.has_long_digit_run(text) is found
     assert kpm.has_long_digit_run(text, piece=LONG) is found   # small pieces: every edge is crossed
+
+
+@pytest.mark.parametrize("number, too_long", [
+    (10 ** 4300 - 1, False), (-(10 ** 4300 - 1), False), (10 ** 3999, False), (0, False),
+    (10 ** 4300, True), (-(10 ** 4300), True), (2 ** 20000, True),
+], ids=["4300 nines", "minus 4300 nines", "4000 digits", "zero", "4301 digits", "minus 4301 digits", "2**20000"])
+def test_an_integer_is_too_long_past_4300_digits_exactly(number, too_long):
+    assert kpm.is_too_long(number) is too_long
 
 
 def test_over_long_integers_are_refused_and_long_digit_strings_are_not():

@@ -66,6 +66,15 @@ async def async_block(input, ctx):
     mark(input, "ended")
     return {}
 
+@tool(description="A test tool.", id="bad-callback", input={"type": "object"}, output={})
+def bad_callback(input, ctx):
+    def on_cancel(reason):   # pack code's: it takes its time, then raises what an except Exception misses
+        time.sleep(input["callback_seconds"])
+        raise SystemExit("the callback's own exit")
+    ctx.cancellation.add_callback(on_cancel)
+    time.sleep(input["seconds"])
+    return {}
+
 @guardrail(id="slow-check", on_violation="block")
 def slow_check(config, trace):
     time.sleep(config["seconds"])
@@ -76,7 +85,7 @@ def slow_check(config, trace):
 def write_pack(folder):
     pack = PackWriter(folder)
     pack.module("tools/main.py", TOOLS)
-    for name in ("echo", "nap", "wait-cancel", "async-wait", "async-block"):
+    for name in ("echo", "nap", "wait-cancel", "async-wait", "async-block", "bad-callback"):
         pack.tool(name, "tools/main.py")
     pack.guardrail("slow-check", "tools/main.py")
     return pack.write()
@@ -198,6 +207,17 @@ def test_deadline_cancels_an_async_handler_at_its_next_await(service, tmp_path):
     assert wait_for_lines(tmp_path / "m", 2) == ["started", "async-cancelled reason=deadline-exceeded"]
 
 
+@pytest.mark.parametrize("callback_seconds", [0, 3], ids=["raises", "blocks"])
+def test_a_cancellation_callback_can_not_hold_up_or_lose_the_deadline_answer(service, callback_seconds):
+    """The callbacks run once the answer is out: one that blocks for 3 s, or raises SystemExit, is pack code's
+    affair."""
+    resp, elapsed = timed_call(service, "bad-callback", {"seconds": 2, "callback_seconds": callback_seconds},
+                               timeout_ms="300")
+    assert resp.json == deadline_answer("bad-callback")
+    assert elapsed < 1.5
+    assert service.request("GET", "/healthz", token=False).status == 200
+
+
 def test_check_deadline(service):
     start = time.monotonic()
     resp = service.call_check("slow-check", config={"seconds": 1.5}, headers={"kindgi-timeout-ms": "250"})
@@ -240,6 +260,8 @@ def test_async_handler_that_blocks_stalls_nothing_else(service, tmp_path):
 
 
 def test_two_blocking_async_handlers_keep_their_own_deadlines(service, tmp_path):
+    """The second one's task is cancelled before it begins, since the first holds the loop: its coroutine,
+    never awaited, must not say so on stderr (a line that is not a record)."""
     calls = [in_thread(timed_call, service, "async-block", dict(marker(tmp_path, "m%d" % i), seconds=1.5),
                        timeout_ms="300") for i in range(2)]
     for thread, _ in calls:
@@ -248,6 +270,9 @@ def test_two_blocking_async_handlers_keep_their_own_deadlines(service, tmp_path)
         resp, elapsed = holder["value"]
         assert resp.json == deadline_answer("async-block")
         assert elapsed < 1.3
+    assert wait_for_lines(tmp_path / "m0", 2) == ["started", "ended"]
+    assert timed_call(service, "async-wait", dict(marker(tmp_path, "w"), limit=0))[0].status == 200   # the loop is free
+    assert not [line for line in service.raw_stderr if "never awaited" in line]
 
 
 # -- a caller that leaves ---------------------------------------------------------------------

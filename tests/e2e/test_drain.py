@@ -65,6 +65,23 @@ def stuck(input, ctx):
     open(input["started"], "w").close()
     while True:
         time.sleep(0.05)
+
+def stuck_with(on_cancel):
+    def handler(input, ctx):
+        ctx.cancellation.add_callback(on_cancel)
+        stuck(input, ctx)
+    return handler
+
+def block(reason):
+    time.sleep(20)
+
+def leave(reason):
+    raise SystemExit("the callback's own exit")
+
+stuck_callback_blocks = tool(description="A test tool.", input={"type": "object"}, output={},
+                             id="stuck-callback-blocks", version="1.0.0")(stuck_with(block))
+stuck_callback_raises = tool(description="A test tool.", input={"type": "object"}, output={},
+                             id="stuck-callback-raises", version="1.0.0")(stuck_with(leave))
 '''
 
 
@@ -74,6 +91,8 @@ def pack_index(tmp_path_factory):
     pack.module("tools/code.py", PACK_CODE)
     pack.tool("hold", "tools/code.py", version="1.0.0")
     pack.tool("stuck", "tools/code.py", version="1.0.0")
+    pack.tool("stuck-callback-blocks", "tools/code.py", version="1.0.0")
+    pack.tool("stuck-callback-raises", "tools/code.py", version="1.0.0")
     pack.tool("loud", "tools/code.py", version="1.0.0")
     return pack.write()
 
@@ -736,6 +755,21 @@ def test_stuck_handler_does_not_hold_the_exit(launcher, pack_index, tmp_path):
     stuck.thread.join(5)
     assert isinstance(stuck.answer, Exception), "a call that never ended got an answer: %r" % stuck.answer
     assert lifecycle_tail(service)[-1] == "stopped"
+
+
+@pytest.mark.parametrize("tool_id", ["stuck-callback-blocks", "stuck-callback-raises"])
+def test_a_cancellation_callback_does_not_hold_the_exit(launcher, pack_index, tmp_path, tool_id):
+    """The drain runs out on a call whose cancellation callback blocks for 20 s, or raises SystemExit:
+    the call still has its record, and the process exits as it would without the callback."""
+    service = launcher.start(pack_index, env=SHORT_DRAIN)
+    HeldCall(service, tool_id, tmp_path)
+    service.signal(signal.SIGTERM)
+    code, elapsed = wait_exit_after(service, time.monotonic())
+    assert code == 0
+    assert 0.9 <= elapsed < 1 + DRAIN_LIMIT - DRAIN_SECONDS, elapsed
+    assert service.wait_record("call", where=lambda r: r.get("id") == tool_id)["outcome"] == "cancelled"
+    assert lifecycle_tail(service)[-1] == "stopped"
+    assert all(line.startswith("{") for line in service.raw_stderr), service.raw_stderr
 
 
 @pytest.mark.parametrize("second", [signal.SIGTERM, signal.SIGINT], ids=["SIGTERM", "SIGINT"])

@@ -212,12 +212,37 @@ class BadMapping(dict):
         raise KeyError(key)
 
 
+class WireOf:
+    """A result object whose wire form is not a check result's."""
+    def __init__(self, wire):
+        self.wire = wire
+
+    def to_wire(self):
+        return self.wire
+
+
+class NaNThatCantCompare(float):
+    def __eq__(self, other):
+        raise RuntimeError("compared")
+    __hash__ = float.__hash__
+
+
+class ClassRaises:
+    @property
+    def __class__(self):
+        raise RuntimeError("looked at")
+
+
 ODD = {
     "int": lambda: 1, "str": lambda: "yes", "none": lambda: None, "list": lambda: [True],
     "no-passed": lambda: {"reason": "x"}, "passed-str": lambda: {"passed": "yes"},
     "passed-int": lambda: {"passed": 1}, "wire-raises": WireRaises, "getattr-raises": GetattrRaises,
     "bad-mapping": lambda: BadMapping(passed=True), "not-json": lambda: {"passed": True, "s": {object()}},
     "float-nan": lambda: float("nan"),
+    "wire-str": lambda: WireOf("ok"), "wire-no-passed": lambda: WireOf({"reason": "r"}),
+    "wire-passed-str": lambda: WireOf({"passed": "no"}), "wire-list": lambda: WireOf([1]),
+    "nan-cant-compare": lambda: {"passed": True, "x": NaNThatCantCompare("nan")},
+    "class-raises": lambda: {"passed": True, "x": ClassRaises()},
 }
 
 
@@ -335,6 +360,16 @@ def test_output_that_is_not_json(service, kind):
     if kind == "bigint":   # written, then refused when read back (before 3.11) or when written: the same answer
         assert message["message"].endswith("/n must have at most 4300 digits"), message
         assert [issue["instancePath"] for issue in message["issues"]] == ["/n"]
+
+
+@pytest.mark.parametrize("kind", ["wire-str", "wire-no-passed", "wire-passed-str", "wire-list",
+                                  "nan-cant-compare", "class-raises"])
+def test_check_result_that_is_not_a_check_result_is_output_validation_failed(service, kind):
+    """A result object's wire form has a check result's shape, as a dict does; a value whose own methods
+    raise as it is looked at is not JSON, and never a 500."""
+    response = service.call_check("odd", {"kind": kind})
+    message = error_of(response, "output-validation-failed")
+    assert message["checkId"] == "odd"
 
 
 @pytest.mark.parametrize("kind", ["int", "str", "none", "list", "no-passed", "passed-str", "passed-int",

@@ -12,6 +12,7 @@ code prints goes to stdout, line by line, never into an answer.
 import fcntl
 import re
 import signal
+import socket
 import threading
 import time
 
@@ -83,6 +84,15 @@ def to_stderr(input, ctx):
     sys.stderr.write(input["line"] + "\\n")
     return {}
 
+@tool(description="A test tool.", input={"type": "object"}, output={}, id="quiet-stderr", version="1.0.0")
+def quiet_stderr(input, ctx):
+    """Closes descriptor 2, or points it at /dev/null (as code that quiets a noisy library does)."""
+    if input["how"] == "close":
+        os.close(2)
+    else:
+        os.dup2(os.open(os.devnull, os.O_WRONLY), 2)
+    return {}
+
 @guardrail(id="g", on_violation="block")
 def g(config, trace):
     return True
@@ -93,7 +103,7 @@ def g(config, trace):
 def pack_index(tmp_path_factory):
     pack = PackWriter(tmp_path_factory.mktemp("records"))
     pack.module("tools/code.py", PACK_CODE)
-    for tool_id in ("echo", "chatty", "structured", "big", "boom", "printer", "to-stderr", "unicode"):
+    for tool_id in ("echo", "chatty", "structured", "big", "boom", "printer", "to-stderr", "unicode", "quiet-stderr"):
         pack.tool(tool_id, "tools/code.py", version="1.0.0")
     pack.guardrail("g", "tools/code.py")
     return pack.write()
@@ -280,6 +290,21 @@ def test_lines_pack_code_writes_to_stderr_never_land_inside_a_record(launcher, p
     broken = [text for text in own.raw_stderr if text != line and not text.startswith('{"time"')]
     assert broken == [] and own.raw_stderr.count(line) == 600
     assert len(own.records_of("call")) == 600
+
+
+@pytest.mark.parametrize("how", ["close", "devnull"])
+def test_records_go_on_to_stderr_when_pack_code_closes_or_redirects_it(launcher, pack_index, how):
+    """The records have a descriptor of stderr of their own: they go on where they went, and never
+    into the caller's socket that takes the number 2 once pack code closed it."""
+    own = launcher.start(pack_index)
+    assert own.call_tool("quiet-stderr", {"how": how}).status == 200
+    conn = own.connection()
+    response = own.call_tool("echo", {"after": how}, ctx={"tenantId": "t", "runId": "after-" + how}, conn=conn)
+    assert response.status == 200 and response.json["output"] == {"after": how}
+    assert call_record(own, "after-" + how)["outcome"] == "ok"
+    conn.sock.settimeout(0.5)
+    with pytest.raises(socket.timeout):
+        conn.sock.recv(65536)   # nothing after the answer
 
 
 def test_records_written_in_batches_still_come_before_draining_and_stopped(launcher, pack_index):
