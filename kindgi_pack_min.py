@@ -123,6 +123,7 @@ import importlib
 import importlib.machinery
 import io
 import json
+import math
 import os
 import re
 import selectors
@@ -1157,7 +1158,7 @@ class ToolEntry:
         version = raw.get("version")
         if version is not None and not isinstance(version, str):
             raise IndexProblem("Index field %sversion must be a string" % where)
-        self.version = version or None
+        self.version = version   # "" is a version too: a caller naming "" gets that entry
         self.module_path = _field(raw, "modulePath", where, str)
         self.input = raw.get("input", True)
         self.output = raw.get("output", True)
@@ -1223,9 +1224,10 @@ class Index:
 
 
 def module_name_for(module_path):
-    """``tools/ledger.py`` -> ``_kindgi_pack.tools.ledger``; refuses escapes and non-.py paths."""
-    parts = module_path.replace("\\", "/").split("/")
-    if module_path.startswith("/") or ".." in parts or not module_path.endswith(".py") or "" in parts:
+    """``tools/ledger.py`` -> ``_kindgi_pack.tools.ledger``; refuses escapes and non-.py paths.
+    ``./tools/ledger.py`` and ``tools//ledger.py`` are the same module, as on the official service."""
+    parts = [part for part in module_path.replace("\\", "/").split("/") if part not in ("", ".")]
+    if module_path.startswith("/") or ".." in parts or not module_path.endswith(".py") or not parts:
         raise ImportError("Module path %s must be a relative .py path inside the module root"
                           % json.dumps(module_path))
     parts[-1] = parts[-1][:-3]
@@ -1744,7 +1746,7 @@ def read_envelope(text):
     v = message.get("v")
     if isinstance(v, bool) or not isinstance(v, (int, float)) or v != PROTOCOL:
         return None, error_message("unknown-protocol-version",
-                                   "Expected protocol v2, got %s" % json.dumps(v, ensure_ascii=False))
+                                   "Expected protocol v2, got %s" % json.dumps(v))   # escaped as the SDK escapes it
     kind = message.get("kind")
     if kind == "invoke":
         tool = message.get("tool")
@@ -1765,7 +1767,7 @@ def read_envelope(text):
             return None, error_message("malformed-message", "`config` must be an object")
         return message, None
     return None, error_message("unexpected-message-kind",
-                               "Unknown request kind %s" % json.dumps(kind, ensure_ascii=False))
+                               "Unknown request kind %s" % json.dumps(kind))
 
 
 def parse_timeout_ms(raw):
@@ -2222,7 +2224,9 @@ def to_jsonable(value):
     enum = sys.modules.get("enum")
     if enum is not None and isinstance(value, enum.Enum):
         return value.value
-    if isinstance(value, complex) or any(_is_a(value, module, name) for module, name in _JSONABLE_AS_TEXT):
+    if isinstance(value, complex):
+        return complex_text(value)
+    if any(_is_a(value, module, name) for module, name in _JSONABLE_AS_TEXT):
         return str(value)
     if isinstance(value, REGEX):
         return value.pattern
@@ -2238,6 +2242,26 @@ _JSONABLE_AS_TEXT = (("decimal", "Decimal"), ("uuid", "UUID"), ("fractions", "Fr
                      ("ipaddress", "IPv4Address"), ("ipaddress", "IPv6Address"),   # interfaces too
                      ("ipaddress", "IPv4Network"), ("ipaddress", "IPv6Network"))
 REGEX = type(re.compile(""))   # re.Pattern, which Python 3.6 doesn't name
+
+
+def complex_text(number):
+    """A complex number as pydantic writes it: ``1+2j``, ``-1.5-0j``, ``1j`` (no real part),
+    ``1+NaNj``, each part in full, never with an exponent (``100000000000000000000+1j``)."""
+    if number.real == 0:
+        return _positional(number.imag) + "j"
+    sign = "-" if math.copysign(1.0, number.imag) < 0 else "+"
+    return "%s%s%sj" % (_positional(number.real), sign, _positional(abs(number.imag)))
+
+
+def _positional(number):
+    """A float's shortest digits, written out without an exponent: ``1e+20`` -> ``100000000000000000000``."""
+    if number != number:
+        return "NaN"
+    if number in (float("inf"), float("-inf")):
+        return "inf" if number > 0 else "-inf"
+    import decimal
+    text = format(decimal.Decimal(repr(number)), "f")
+    return text[:-2] if text.endswith(".0") else text
 
 
 def _is_a(value, module, name):
@@ -2283,6 +2307,9 @@ def key_text(key):
         return float.__repr__(key)
     if isinstance(key, tuple):
         return ",".join(key_text(part) for part in key)
+    dataclasses = sys.modules.get("dataclasses")
+    if dataclasses is not None and dataclasses.is_dataclass(key) and not isinstance(key, type):
+        return str(key)   # a frozen dataclass: its text, where as a value it is an object
     converted = to_jsonable(key)
     if isinstance(converted, (list, dict)):
         raise TypeError("%s is not a dict key" % type(key).__name__)

@@ -1388,15 +1388,17 @@ class _Compiler(object):
         elif kind in ("schema map", "pattern map", "names map", "dependencies"):
             ok, detail = t is dict, "must be an object"
             if ok and kind == "names map":
-                ok = all(type(v) is list and all(type(n) is str for n in v) for v in value.values())
-                detail = "must map names to arrays of strings"
+                ok = all(type(v) is list and all(type(n) is str for n in v) and len(set(v)) == len(v)
+                         for v in value.values())
+                detail = "must map names to arrays of unique strings"
             elif ok and kind == "pattern map":
                 for pattern in value:
                     self.regex(pattern, key, _schema_path((spath, key)))
         elif kind == "positive":
             ok, detail = (t is int or t is float) and value > 0, "must be a number > 0"
         elif kind == "names":
-            ok, detail = t is list and all(type(v) is str for v in value), "must be an array of strings"
+            ok, detail = t is list and all(type(v) is str for v in value) and len(set(value)) == len(value), \
+                "must be an array of unique strings"
         elif kind == "array":
             ok, detail = t is list, "must be an array"
             if ok and not value and self.strict:

@@ -273,7 +273,7 @@ def test_a_look_alike_is_not_shared():
         """A list subclass prints as a list: the repr key matches, the value check does not."""
     shared = {}
     first = SchemaValidator({"required": ["a"]}, shared=shared)
-    with pytest.raises(SchemaError, match="must be an array of strings"):
+    with pytest.raises(SchemaError, match="must be an array of unique strings"):
         SchemaValidator({"required": Names(["a"])}, shared=shared)
     assert SchemaValidator({"required": ["a"]}, shared=shared)._compiled is first._compiled
 

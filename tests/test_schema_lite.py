@@ -396,6 +396,8 @@ def test_strict_refuses_defaults_ajv_would_ignore():
     ({"properties": {"a": {"minLength": -1}}}, "#/properties/a/minLength"),
     ({"properties": {"a": {"$ref": "#/$defs/nope"}}}, "can't resolve reference #/$defs/nope"),
     ({"required": "a"}, "required"),
+    ({"type": "object", "required": ["a", "b", "a"]}, "must be an array of unique strings"),
+    ({"type": "object", "dependentRequired": {"a": ["b", "b"]}}, "must map names to arrays of unique strings"),
     ({"anyOf": []}, "anyOf"),
     ({"multipleOf": 0}, "multipleOf"),
 ])

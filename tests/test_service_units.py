@@ -265,6 +265,11 @@ class Spot:
     when: datetime.time
 
 
+@dataclasses.dataclass(frozen=True)
+class FrozenSpot:
+    x: int
+
+
 class Dumps:
     def model_dump(self, mode, by_alias):
         return {"mode": mode, "byAlias": by_alias}
@@ -281,6 +286,9 @@ class Dumps:
     (datetime.timedelta(days=-1, seconds=1), '"-PT23H59M59S"'),
     (datetime.timedelta(0), '"PT0S"'),
     (datetime.timedelta(days=730, microseconds=10), '"P2YT0.00001S"'),
+    ([1 + 2j, -1j, complex(-1.5, -0.0), complex(1e20, 1e-7), complex(float("inf"), float("nan")), 0j],
+     '["1+2j","-1j","-1.5-0j","100000000000000000000+0.0000001j","inf+NaNj","0j"]'),
+    ({FrozenSpot(1): "a", (FrozenSpot(2), 3): "b"}, '{"FrozenSpot(x=1)":"a","FrozenSpot(x=2),3":"b"}'),
 ])
 def test_what_the_sdk_converts_is_written_as_it_writes_it(value, text):
     assert kpm.to_json_text(value) == (text, None)
@@ -714,7 +722,9 @@ def test_http_date_is_imf_fixdate_whatever_the_locale():
 def test_module_paths():
     assert kpm.module_name_for("tools/ledger.py") == "_kindgi_pack.tools.ledger"
     assert kpm.module_name_for("pkg/__init__.py") == "_kindgi_pack.pkg"
-    for bad in ("../x.py", "/abs.py", "tools/x.txt", "a//b.py", "tools/my-tool.py"):
+    for path in ("./tools/m.py", "tools//m.py", "tools/./m.py", "tools\\m.py"):
+        assert kpm.module_name_for(path) == "_kindgi_pack.tools.m"
+    for bad in ("../x.py", "/abs.py", "tools/x.txt", "tools/../x.py", "./", ".py", "tools/my-tool.py"):
         with pytest.raises(ImportError):
             kpm.module_name_for(bad)
 

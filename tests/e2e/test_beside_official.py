@@ -41,16 +41,24 @@ class Point:
     seen: datetime.date
 
 
+@dataclasses.dataclass(frozen=True)
+class Spot:
+    x: int
+
+
 @tool(description="A test tool.", id="converted-more", input={"type": "object"}, output={})
 def converted_more(input):
     return {"point": Point(1, datetime.date(2026, 1, 1)), "pair": (1, "two"),
-            "time": datetime.time(3, 4, 5, 500), "back": datetime.timedelta(days=-1, seconds=1)}
+            "time": datetime.time(3, 4, 5, 500), "back": datetime.timedelta(days=-1, seconds=1),
+            "complex": [complex(1, 2), complex(0, -1), complex(-1.5, -0.0), complex(1e20, 1e-7),
+                        complex(float("inf"), float("nan"))]}
 
 
 @tool(description="A test tool.", id="keyed", input={"type": "object"}, output={})
 def keyed(input):
     return {"byDay": {datetime.date(2026, 1, 2): 5}, "byPair": {(1, ("a", 2.5)): True}, "byColor": {Color.RED: 1},
-            "byNumber": {7: "int", 1.5: "float", True: "bool", float("inf"): "inf"}, "plain": {"a": 1}}
+            "byNumber": {7: "int", 1.5: "float", True: "bool", float("inf"): "inf"}, "plain": {"a": 1},
+            "bySpot": {Spot(1): "spot", (Spot(2), 3): "pair"}}
 
 
 @tool(description="A test tool.", id="logs", input={"type": "object"}, output={})

@@ -497,6 +497,17 @@ def test_links_that_stay_inside_the_module_root_are_followed(launcher, tmp_path)
     assert service.wait_listening(), service.raw_stderr
 
 
+def test_a_module_path_spelled_with_dots_or_double_slashes_is_the_same_module(launcher, tmp_path):
+    """As on the official service: ``./tools/echo.py`` and ``tools//echo.py`` name tools/echo.py."""
+    pack = PackWriter(tmp_path)
+    pack.module("tools/echo.py", ECHO + ECHO.replace('id="echo"', 'id="dotted"').replace("def echo", "def dotted")
+                + ECHO.replace('id="echo"', 'id="doubled"').replace("def echo", "def doubled"))
+    pack.tool("echo", "tools/echo.py").tool("dotted", "./tools/echo.py").tool("doubled", "tools//./echo.py")
+    service = launcher.start(pack.write())
+    for tool_id in ("echo", "dotted", "doubled"):
+        assert service.call_tool(tool_id, {"via": tool_id}).json["output"] == {"via": tool_id}
+
+
 def test_host_is_used_and_unknown_arguments_are_ignored(launcher, tmp_path):
     service = launcher.start(echo_pack(tmp_path).write(), args=["--host", "127.0.0.1", "--frobnicate", "extra"])
     assert service.request("GET", "/healthz", token=False).status == 200

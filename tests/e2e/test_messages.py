@@ -169,9 +169,10 @@ def test_utf8_bom_is_not_json(service):
 
 @pytest.mark.parametrize("v,shown", [
     (DROP, "null"), (None, "null"), ("2", '"2"'), (True, "true"), (False, "false"), (1, "1"), (3, "3"),
-    (2.5, "2.5"), (-2, "-2"), ([2], "[2]"), ("v2", '"v2"'),
+    (2.5, "2.5"), (-2, "-2"), ([2], "[2]"), ("v2", '"v2"'), ({"a": [1, "\u00fc"]}, '{"a": [1, "\\u00fc"]}'),
 ])
 def test_wrong_protocol_version(service, v, shown):
+    """The value as the SDK's ``json.dumps`` shows it: non-ASCII escaped, ``, `` and ``: `` between items."""
     assert send(service, tool_message(v=v)) == error("unknown-protocol-version", "Expected protocol v2, got %s" % shown)
 
 
@@ -189,7 +190,7 @@ def test_version_is_checked_before_kind(service):
 
 @pytest.mark.parametrize("kind,shown", [
     (DROP, "null"), (None, "null"), ("result", '"result"'), ("Invoke", '"Invoke"'), (5, "5"),
-    ("check", '"check"'), ("", '""'), ("\u00e9t\u00e9", '"\u00e9t\u00e9"'),
+    ("check", '"check"'), ("", '""'), ("\u00e9t\u00e9", '"\\u00e9t\\u00e9"'),
 ])
 def test_unknown_kind(service, kind, shown):
     assert send(service, tool_message(kind=kind)) == error("unexpected-message-kind", "Unknown request kind %s" % shown)

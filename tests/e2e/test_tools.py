@@ -41,6 +41,10 @@ def single(input):
 def plain(input):
     return {"plain": True}
 
+@tool(description="A test tool.", id="blank", input={"type": "object"}, output={})
+def blank(input):
+    return {"blank": True}
+
 @tool(description="A test tool.", id="seen", input={"type": "object"}, output={})
 def seen(input):
     return {"seen": input}
@@ -306,6 +310,7 @@ def service(module_launcher, tmp_path_factory):
     pack.tool("mixed", "tools/v2.py", version="2.0.0")
     pack.tool("single", "tools/basic.py", version="1.0.0")
     pack.tool("plain", "tools/basic.py")
+    pack.tool("blank", "tools/basic.py", version="")
     pack.tool("seen", "tools/basic.py", input=DEFAULTS_SCHEMA)
     pack.tool("strict", "tools/strict.py", input=STRICT_INPUT)
     pack.tool("mutator", "tools/basic.py", input=MUTATOR_SCHEMA)
@@ -373,6 +378,13 @@ def test_single_version_refuses_another(service):
 def test_unversioned_tool_refuses_a_named_version(service):
     assert output_of(service, "plain") == {"plain": True}
     assert call(service, "plain", version="1.0.0") == mismatch("plain", "unversioned", "asked for 1.0.0")
+
+
+def test_an_empty_version_in_the_index_is_the_one_a_caller_names_empty(service):
+    """The entry whose version string equals the one asked for, exactly: "" too, as on the official service."""
+    assert output_of(service, "blank", version="") == {"blank": True}
+    assert output_of(service, "blank") == {"blank": True}
+    assert call(service, "blank", version="1.0.0") == mismatch("blank", "unversioned", "asked for 1.0.0")
 
 
 # -- defaults, then validation -------------------------------------------------------------
