@@ -735,6 +735,20 @@ environment:
 DIGITS = re.compile(r"[0-9]+\Z")       # str.isdigit() also takes other scripts' digits
 UUID = re.compile(r"[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}\Z", re.I)
 NO_TENANT = "00000000-0000-4000-8000-000000000000"   # the id no tenant has
+MANY = 10 ** 18   # what read_decimal makes of a number past 18 digits
+
+
+def read_decimal(text):
+    """The number ``text`` writes in ASCII digits only, else None.
+
+    Past 18 digits it is read as MANY, past every limit: such a number is
+    never converted (Python 3.11+ refuses 4,300 digits or more, and a caller
+    may send 8 KB of them).
+    """
+    if not DIGITS.match(text):
+        return None
+    digits = text.lstrip("0") or "0"
+    return int(digits) if len(digits) <= 18 else MANY
 
 
 class TokenCheck:
@@ -915,14 +929,16 @@ def read_config(argv, environ, handoff=None):
         config.dropped = handoff["dropped"]
     port = environ.get("PORT")
     if port is not None:
-        if DIGITS.match(port) and int(port) <= 65535:
-            config.port = int(port)
+        number = read_decimal(port)
+        if number is not None and number <= 65535:
+            config.port = number
         else:
             problems.append("PORT must be a port number, got %s" % json.dumps(port))
     cap = environ.get("KINDGI_PACK_SERVICE_MAX_CONCURRENCY")
     if cap is not None:
-        if DIGITS.match(cap) and int(cap) >= 1:   # digits only, as PORT
-            config.max_concurrency = int(cap)
+        number = read_decimal(cap)   # digits only, as PORT
+        if number is not None and number >= 1:
+            config.max_concurrency = number
         else:
             problems.append("KINDGI_PACK_SERVICE_MAX_CONCURRENCY must be a positive integer")
     check = environ.get("KINDGI_PACK_ENV_CHECK", "")
@@ -1519,11 +1535,10 @@ def _framing(request, lengths):
         request.chunked = True
     elif lengths:
         value = lengths.pop()
-        if lengths or not DIGITS.match(value):
+        length = read_decimal(value)
+        if lengths or length is None:
             raise HttpError(400, "Malformed Content-Length")
-        digits = value.lstrip("0")
-        # Past 18 digits a length is past every limit: not read into an int (it may be 8 KB of digits).
-        request.length = int(digits or "0") if len(digits) <= 18 else 10 ** 18
+        request.length = length
     connection = headers.get("connection", "").lower()
     if request.version == "HTTP/1.1":
         request.keep_alive = "close" not in connection

@@ -669,6 +669,18 @@ def test_a_good_configuration():
     assert kpm.Limits.head == 10.0, "a test setting changed the shipped limits"
 
 
+def test_numbers_of_any_length_are_read_without_converting_them():
+    # Python 3.11+ refuses to convert 4,300 digits or more: a traceback at boot before this.
+    many = "9" * 5000
+    _, problems = kpm.read_config([], {"KINDGI_PACK_SERVICE_TOKEN": "t", "PORT": many})
+    assert problems == ["PORT must be a port number, got %s" % json.dumps(many)]
+    config, problems = kpm.read_config([], {"KINDGI_PACK_SERVICE_TOKEN": "t", "PORT": "0" * 5000 + "8081",
+                                            "KINDGI_PACK_SERVICE_MAX_CONCURRENCY": many})
+    assert problems == [] and config.port == 8081 and config.max_concurrency == kpm.MANY
+    assert [kpm.read_decimal(text) for text in ("0", "007", "1" * 18, "1" * 19, "+1", "1.0", "\u0661", "")] == [
+        0, 7, int("1" * 18), kpm.MANY, None, None, None, None]
+
+
 def test_the_id_no_tenant_has_is_refused():
     _, problems = kpm.read_config([], {"KINDGI_PACK_SERVICE_TOKEN": "t",
                                        "KINDGI_PACK_TENANT_ID": "00000000-0000-4000-8000-000000000000"})

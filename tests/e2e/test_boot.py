@@ -130,13 +130,14 @@ def test_token_outside_printable_ascii(launcher, token):
         "Use a random value such as `openssl rand -hex 32`."]
 
 
-@pytest.mark.parametrize("port", ["", "65536", "80a", "\u0661"])
+@pytest.mark.parametrize("port", ["", "65536", "80a", "\u0661", "9" * 5000], ids=["empty", "65536", "80a", "arabic-digit", "5000-digits"])
 def test_bad_port(launcher, port):
     assert config_problems(launcher, {"PORT": port})["problems"] == [
         "PORT must be a port number, got %s" % json.dumps(port)]
 
 
-@pytest.mark.parametrize("cap", ["", "0", "two", " 5"])   # digits only, as PORT and the official service
+@pytest.mark.parametrize("cap", ["", "0", "two", " 5", "0" * 5000],   # digits only, as PORT and the official service
+                         ids=["empty", "0", "two", "space-5", "5000-zeros"])
 def test_bad_concurrency_cap(launcher, cap):
     assert config_problems(launcher, {"KINDGI_PACK_SERVICE_MAX_CONCURRENCY": cap})["problems"] == [
         "KINDGI_PACK_SERVICE_MAX_CONCURRENCY must be a positive integer"]
