@@ -3906,7 +3906,7 @@ def serve(config, records, service, lifecycle):
     max_connections, probe_connections = connection_caps(config.max_connections)
     try:
         server = PackHTTPServer((host, config.port), service, max_connections, probe_connections)
-    except (OSError, OverflowError) as exc:
+    except (OSError, OverflowError, TypeError) as exc:   # TypeError: a host name IDNA can't encode ("a..é")
         records.write("error", "The pack service failed to boot", event="boot-failed", always=True,
                       fields={"problems": ["Cannot listen on %s port %d: %s" % (host, config.port, exc)]})
         return 1

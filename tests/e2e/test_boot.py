@@ -514,6 +514,13 @@ def test_host_is_used_and_unknown_arguments_are_ignored(launcher, tmp_path):
     assert service.request("GET", "/healthz", token=False).status == 200
 
 
+@pytest.mark.parametrize("host", ["\u00e9..b", "\u00e9" * 70], ids=["empty-label", "long-label"])
+def test_a_host_that_cant_be_listened_on_is_one_problem(launcher, tmp_path, host):
+    # A name IDNA can't encode (an empty or too long label) was a traceback from the socket module.
+    problems = boot_problems(launcher, echo_pack(tmp_path).write(), args=["--host", host])
+    assert len(problems) == 1 and problems[0].startswith("Cannot listen on %s port 0: " % host), problems
+
+
 # -- where the index and the modules are ----------------------------------------------------------
 
 def test_module_root_flag(launcher, tmp_path):
