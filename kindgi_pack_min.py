@@ -1317,7 +1317,8 @@ class Pack:
         missing = []
         for path in paths:
             full = os.path.join(self.root, relative_module_path(path, self.root))
-            if not os.path.isfile(full) and path not in missing:
+            # No file has a NUL in its name (isfile raises ValueError for one before Python 3.8).
+            if ("\0" in path or not os.path.isfile(full)) and path not in missing:
                 missing.append(path)
         return ["Missing module: %s" % p for p in missing]
 

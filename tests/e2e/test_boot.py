@@ -276,6 +276,15 @@ def test_every_missing_module_is_a_problem(launcher, tmp_path):
         "Missing module: tools/a.py", "Missing module: tools/deep/b.py", "Missing module: checks/c.py"]
 
 
+def test_a_module_path_holding_a_nul_is_missing(launcher, tmp_path):
+    # Python 3.6 and 3.7 raise ValueError for a NUL in a path: a traceback at boot before.
+    pack = echo_pack(tmp_path)
+    pack.tool("a", "tools/echo.py\u0000.py")
+    pack.guardrail("c", "\u0000")
+    assert boot_problems(launcher, pack.write()) == [
+        "Missing module: tools/echo.py\u0000.py", "Missing module: \u0000"]
+
+
 def test_every_import_error_is_a_problem(launcher, tmp_path):
     pack = echo_pack(tmp_path)
     pack.module("tools/boom.py", "raise ImportError('import boom')\n")
