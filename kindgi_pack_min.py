@@ -1256,9 +1256,13 @@ def module_name_for(module_path):
 
 
 def relative_module_path(module_path, root):
-    """An absolute module path is taken relative to the module root."""
+    """An absolute module path is taken relative to the module root.  When it leads out of it, it
+    is taken again with the links of both resolved, as the official service takes it: a root
+    reached through a link (``/app`` -> ``/srv/pack-3``) holds ``/srv/pack-3/tools/t.py`` too."""
     if os.path.isabs(module_path):
         rel = os.path.relpath(module_path, root)
+        if rel.split(os.sep)[0] == os.pardir:
+            rel = os.path.relpath(os.path.realpath(module_path), os.path.realpath(root))
         return rel.replace(os.sep, "/")
     return module_path
 

@@ -507,6 +507,28 @@ def test_links_that_stay_inside_the_module_root_are_followed(launcher, tmp_path)
     assert service.wait_listening(), service.raw_stderr
 
 
+def test_an_absolute_module_path_is_found_through_a_module_root_that_is_a_link(launcher, tmp_path):
+    """As on the official service, links resolved on both sides: ``/root -> /real`` holds
+    ``/real/tools/echo.py`` as it holds ``/root/tools/echo.py``; a path outside it is still refused."""
+    (tmp_path / "real").mkdir()
+    echo_pack(tmp_path / "real").module("tools/other.py", ECHO.replace('id="echo"', 'id="other"'))
+    (tmp_path / "root").symlink_to(tmp_path / "real")
+    pack = PackWriter(tmp_path / "root")
+    pack.tool("echo", str(tmp_path / "real" / "tools" / "echo.py"))
+    pack.tool("other", str(tmp_path / "root" / "tools" / "other.py"))
+    service = launcher.start(pack.write())
+    for tool_id in ("echo", "other"):
+        assert service.call_tool(tool_id, {"x": tool_id}).json["output"] == {"x": tool_id}
+    (tmp_path / "outside.py").write_text(ECHO)
+    (tmp_path / "real" / "tools" / "link.py").symlink_to(tmp_path / "outside.py")
+    pack.tool("outside", str(tmp_path / "outside.py")).tool("linked", str(tmp_path / "root" / "tools" / "link.py"))
+    problems = boot_problems(launcher, pack.write())
+    assert problems == ['outside: Module path "../outside.py" must be a relative .py path inside the module root',
+                        'linked: Module path "%s" leads outside the module root %s (to %s): a pack\'s modules '
+                        'must be files inside it' % (tmp_path / "root" / "tools" / "link.py", tmp_path / "root",
+                                                     tmp_path / "outside.py")]
+
+
 def test_a_module_path_spelled_with_dots_or_double_slashes_is_the_same_module(launcher, tmp_path):
     """As on the official service: ``./tools/echo.py`` and ``tools//echo.py`` name tools/echo.py."""
     pack = PackWriter(tmp_path)
