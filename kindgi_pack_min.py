@@ -1313,8 +1313,8 @@ class Pack:
         for entry in index.tools:
             self.tools_by_id.setdefault(entry.id, []).append(entry)
         self.checks_by_id = {}
-        for entry in index.checks:
-            self.checks_by_id.setdefault(entry.check_id, entry)
+        for entry in index.checks:   # two entries of one check id: the last is the check, as upstream
+            self.checks_by_id[entry.check_id] = entry
 
     def missing_modules(self):
         paths = [e.module_path for e in self.index.tools] + [e.module_path for e in self.index.checks]

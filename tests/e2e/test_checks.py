@@ -359,3 +359,20 @@ def test_check_call_record(service):
     assert record["target"] == "check"
     assert record["id"] == "plain"
     assert record["outcome"] == "ok"
+
+
+def test_of_two_entries_with_one_check_id_the_last_is_the_check(launcher, tmp_path):
+    """As on the official service (the SDK's indexer writes both when one guardrail's check_id is
+    another's id): the last entry's module and config schema answer, and /v1/info names it once."""
+    pack = PackWriter(tmp_path / "pack")
+    for name, passed in (("first", "True"), ("last", "False")):
+        pack.module("checks/%s.py" % name, "from kindgi import guardrail\n\n"
+                    "@guardrail(id=\"%s\", check_id=\"same\", on_violation=\"block\")\n"
+                    "def check(config, trace):\n    return {\"passed\": %s, \"reason\": \"%s\"}\n"
+                    % (name, passed, name))
+    pack.guardrail("first", "checks/first.py", check_id="same", config_schema={"type": "object"})
+    pack.guardrail("last", "checks/last.py", check_id="same", config_schema={"maxProperties": 0})
+    service = launcher.start(pack.write())
+    assert result_of(service, "same") == {"passed": False, "reason": "last"}
+    assert check(service, "same", config={"a": 1})["code"] == "input-validation-failed"
+    assert service.request("GET", "/v1/info").json["checks"] == ["same"]
