@@ -1216,8 +1216,10 @@ class Index:
             raise IndexProblem("Index envelope v%s is not v1" % json.dumps(v))
         self.pack_id = _field(data, "packId", "", str)
         self.pack_version = _field(data, "packVersion", "", str)
-        self.artifact_version = data.get("artifactVersion") or ""
-        if not isinstance(self.artifact_version, str):
+        self.artifact_version = data.get("artifactVersion")
+        if self.artifact_version is None:
+            self.artifact_version = ""
+        elif not isinstance(self.artifact_version, str):   # 0 or false too: not taken for absent
             raise IndexProblem("Index field artifactVersion must be a string")
         if len(self.artifact_version) > MAX_HEADER_VALUE or not HEADER_VALUE.match(self.artifact_version):
             raise IndexProblem("Index field artifactVersion must be printable ASCII without leading or "
@@ -1233,7 +1235,9 @@ class Index:
 
     @staticmethod
     def _names(env, key):
-        names = env.get(key) or []
+        names = env.get(key)
+        if names is None:
+            return []
         if not isinstance(names, list) or not all(isinstance(n, str) and n for n in names):
             raise IndexProblem("Index field env.%s must be an array of names" % key)
         return names

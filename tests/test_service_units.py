@@ -721,6 +721,17 @@ def test_an_artifact_version_that_is_no_header_value_is_refused(version):
     assert "artifactVersion" in str(caught.value)
 
 
+@pytest.mark.parametrize("field,value", [("artifactVersion", 0), ("artifactVersion", False), ("artifactVersion", []),
+                                         ("env", {"required": 0}), ("env", {"optional": ""}),
+                                         ("env", {"required": {}})])
+def test_a_mistyped_field_is_refused_even_when_it_is_falsy(field, value):
+    # Taken for an absent field before: an empty artifactVersion, no env names, silently.
+    with pytest.raises(kpm.IndexProblem) as caught:
+        kpm.Index(index_bytes(**{field: value}))
+    assert field in str(caught.value)
+    assert kpm.Index(index_bytes(artifactVersion=None, env={"required": None})).artifact_version == ""
+
+
 def test_an_artifact_version_may_hold_inner_spaces():
     assert kpm.Index(index_bytes(artifactVersion="build 7 (x)")).artifact_version == "build 7 (x)"
 
