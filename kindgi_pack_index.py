@@ -169,7 +169,7 @@ def run_indexer(service, pack_dir, config_path=None, output_path=None, artifact_
     index can't hold (an effect that is not a mapping, a set in a schema) raise, and so
     does this one.
     """
-    pack_dir = pack_dir.resolve()
+    pack_dir = resolved(pack_dir)
     try:
         config = load_config(pack_dir, config_path)
     except ConfigError as error:
@@ -183,7 +183,7 @@ def run_indexer(service, pack_dir, config_path=None, output_path=None, artifact_
     service.mount_package(str(pack_dir))
     entries, file_errors, warnings = index_pack(service, kindgi, discovered, config)
 
-    output = (output_path or pack_dir / "index.json").resolve()
+    output = resolved(output_path or pack_dir / "index.json")
     version = artifact_version or _auto_artifact_version(output)
     when = published_at or datetime.now(timezone.utc).isoformat(timespec="milliseconds").replace(
         "+00:00", "Z")
@@ -219,6 +219,20 @@ def run_indexer(service, pack_dir, config_path=None, output_path=None, artifact_
         "fileErrors": file_errors,
         "warnings": warnings,
     }}
+
+
+def resolved(path):
+    """The absolute path with its links followed, as ``Path.resolve()`` gives it.
+
+    A symbolic link loop makes ``resolve()`` raise RuntimeError before Python 3.13; from
+    3.13 on it gives the path as far as it could follow it, and so does this, on every
+    interpreter: the loop is then reported where the path is used (no config found, the
+    output can't be written), not as a traceback.
+    """
+    try:
+        return path.resolve()
+    except RuntimeError:
+        return Path(os.path.realpath(str(path)))
 
 
 def _kindgi(service):
@@ -577,8 +591,8 @@ class PackConfig(object):
 
 def load_config(pack_dir, config_path=None):
     """Read and check ``[tool.kindgi]`` from ``config_path`` or DIR/pyproject.toml; raise ConfigError."""
-    path = (config_path or pack_dir / CONFIG_FILENAME).resolve()
-    if not path.is_file():
+    path = resolved(config_path or pack_dir / CONFIG_FILENAME)
+    if not os.path.isfile(str(path)):   # Path.is_file() raises on a link loop before Python 3.8
         raise ConfigError("config-not-found", "No %s found at pack root %s" % (CONFIG_FILENAME, pack_dir))
     try:
         with open(str(path), encoding="utf-8") as f:   # universal newlines, as tomllib is given text
@@ -950,7 +964,7 @@ def discover(root, pattern):
 def _walk(root, start):
     """Every file under start, as a path relative to root, in sorted order; hidden and
     vendored folders are not entered."""
-    if not start.is_dir():
+    if not os.path.isdir(str(start)):   # Path.is_dir() raises on a link loop before Python 3.8
         return
     for folder, folders, files in os.walk(str(start)):
         folders[:] = sorted(d for d in folders if not d.startswith(".") and d not in SKIPPED_DIRS)

@@ -16,8 +16,8 @@ from datetime import datetime, timedelta, timezone
 
 import pytest
 
-from indexing import (EXPECTED, PACKS, PINS, PLAIN_PACKS, PYTHON, ROOT, RUN_ERRORS, SERVICE, TOOL, copy_pack,
-                      outcome_of, run_error_args, run_index, write_files)
+from indexing import (CONFIG, EXPECTED, PACKS, PINS, PLAIN_PACKS, PYTHON, ROOT, RUN_ERRORS, SERVICE, TOOL,
+                      copy_pack, outcome_of, run_error_args, run_index, write_files)
 
 
 def index_copy(name, tmp_path):
@@ -134,6 +134,44 @@ def test_output_write_failed(tmp_path):
     assert error["code"] == "output-write-failed"
     assert error["filePath"] == "<pack>/pyproject.toml/index.json"
     assert error["message"].startswith("Failed to write <pack>/pyproject.toml/index.json: ")
+
+
+def link_loop(path):
+    """Make path a symbolic link to a link that leads back to it."""
+    back = path.parent / (path.name + "-back")
+    os.symlink(back.name, str(path))
+    os.symlink(path.name, str(back))
+    return path
+
+
+def test_a_link_loop_is_an_outcome_not_a_traceback(tmp_path):
+    """A pack folder, a config or an output behind a link that loops: the error any path that
+    isn't there gives, on every interpreter (Path.resolve() raises for it before 3.13)."""
+    root = write_files(tmp_path / "pack", {"pyproject.toml": CONFIG, "tools/t.py": TOOL})
+    loop = link_loop(tmp_path / "loop")
+    cases = [
+        (["--pack-dir", loop], {"code": "config-not-found", "message": "No pyproject.toml found at pack root %s"
+                                % loop}),
+        (["--pack-dir", root, "--config", loop], {"code": "config-not-found",
+                                                   "message": "No pyproject.toml found at pack root %s" % root}),
+    ]
+    for args, error in cases:
+        ran = run_index(args + ["--json"] + PINS)
+        assert (ran.code, ran.stderr) == (1, ""), ran
+        assert json.loads(ran.stdout) == {"kind": "err", "error": error}
+    ran = run_index(["--pack-dir", root, "--output", loop / "index.json", "--json"] + PINS)
+    assert (ran.code, ran.stderr) == (1, ""), ran
+    error = json.loads(ran.stdout)["error"]
+    assert (error["code"], error["filePath"]) == ("output-write-failed", str(loop / "index.json"))
+
+
+def test_a_glob_under_a_link_loop_finds_nothing_there(tmp_path):
+    root = write_files(tmp_path / "pack", {
+        "pyproject.toml": CONFIG + '[tool.kindgi.discovery]\nguardrails = "loop/*.py"\n', "tools/t.py": TOOL})
+    link_loop(root / "loop")
+    ran = run_index(["--pack-dir", root, "--json"] + PINS)
+    assert (ran.code, ran.stderr) == (0, ""), ran
+    assert json.loads(ran.stdout)["value"]["counts"]["tools"] == 1
 
 
 def test_toml_outside_the_readers_part_is_refused_before_3_11_and_read_after(tmp_path):
