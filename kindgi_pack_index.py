@@ -379,7 +379,7 @@ def _auto_artifact_version(output):
         day, _, count = str(previous).partition(".")
         if day == today and count.isdigit():
             n = int(count) + 1
-    except (OSError, ValueError, AttributeError):
+    except (OSError, ValueError, AttributeError, RecursionError):   # not an index: start at 1
         pass
     return "%s.%d" % (today, n)
 

@@ -174,6 +174,16 @@ def test_a_glob_under_a_link_loop_finds_nothing_there(tmp_path):
     assert json.loads(ran.stdout)["value"]["counts"]["tools"] == 1
 
 
+def test_a_previous_output_nested_too_deep_counts_as_none(tmp_path):
+    """The default artifactVersion reads the previous output's; one JSON can't read (nested
+    past the parser's depth) starts the day's count at 1, as an unreadable one does."""
+    root = write_files(tmp_path / "pack", {"pyproject.toml": CONFIG, "tools/t.py": TOOL,
+                                           "index.json": "[" * 100000})
+    ran = run_index(["--pack-dir", root, "--json", "--published-at", PINS[3]])
+    assert (ran.code, ran.stderr) == (0, ""), ran
+    assert json.loads(ran.stdout)["value"]["artifactVersion"].endswith(".1")
+
+
 def test_toml_outside_the_readers_part_is_refused_before_3_11_and_read_after(tmp_path):
     config = '[tool.kindgi.pack]\nid = "acme.run"\nversion = "1.0.0"\nmeta = {owner = "x"}\n'
     root = write_files(tmp_path / "pack", {"pyproject.toml": config, "tools/t.py": TOOL})
