@@ -262,7 +262,7 @@ def index_pack(service, kindgi, discovered, config):
     warnings = []
     for rel_path, expected in discovered:
         try:
-            module = importlib.import_module(service.module_name_for(rel_path))
+            module = importlib.import_module(_module_name(service, rel_path))
         except BaseException as cause:   # pack code: an import may raise anything, SystemExit too
             if isinstance(cause, KeyboardInterrupt):
                 raise
@@ -297,6 +297,18 @@ def index_pack(service, kindgi, discovered, config):
             if kind == "guardrail" and not primitive.check_id.startswith(config.id + "."):
                 warnings.append(_unprefixed_check(primitive.check_id, rel_path, config.id))
     return entries, file_errors, warnings
+
+
+def _module_name(service, rel_path):
+    """The module a discovered file is imported as, as the service names it.
+
+    A glob can match a file that is no module (``tools/*`` takes ``tools/README.md``) or
+    one outside the pack (``../lib/*.py``): that is a ValueError, worded as the SDK's
+    indexer words it, so that its file error is the SDK's.
+    """
+    if not rel_path.endswith(".py") or rel_path.startswith("/") or ".." in rel_path.split("/"):
+        raise ValueError("not a pack-relative Python module path: %s" % rel_path)
+    return service.module_name_for(rel_path)
 
 
 def _duplicate_of(owners, kind, primitive_id, version, rel_path):

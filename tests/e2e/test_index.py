@@ -184,6 +184,21 @@ def test_a_previous_output_nested_too_deep_counts_as_none(tmp_path):
     assert json.loads(ran.stdout)["value"]["artifactVersion"].endswith(".1")
 
 
+def test_a_discovered_file_that_is_not_a_module_is_the_sdks_file_error(tmp_path):
+    """A glob can take README.md too: a file error in the SDK's words, the rest indexed."""
+    root = write_files(tmp_path / "pack", {
+        "pyproject.toml": CONFIG + '[tool.kindgi.discovery]\ntools = "tools/*"\n', "tools/t.py": TOOL,
+        "tools/README.md": "# tools\n"})
+    ran = run_index(["--pack-dir", root, "--json"] + PINS)
+    assert ran.code == 0, ran
+    value = outcome_of(ran, root)["value"]
+    problem = "not a pack-relative Python module path: tools/README.md"
+    assert value["fileErrors"] == [{"code": "file-import-failed", "filePath": "tools/README.md",
+                                    "message": "Failed to import tools/README.md: ValueError: " + problem,
+                                    "cause": {"name": "ValueError", "message": problem}}]
+    assert value["counts"]["tools"] == 1
+
+
 def test_toml_outside_the_readers_part_is_refused_before_3_11_and_read_after(tmp_path):
     config = '[tool.kindgi.pack]\nid = "acme.run"\nversion = "1.0.0"\nmeta = {owner = "x"}\n'
     root = write_files(tmp_path / "pack", {"pyproject.toml": config, "tools/t.py": TOOL})
