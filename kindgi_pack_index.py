@@ -44,7 +44,6 @@ import os
 import re
 import sys
 import time
-import traceback
 from collections.abc import Mapping, Sequence
 from datetime import date, datetime, time as clock_time, timezone
 from functools import lru_cache
@@ -266,9 +265,11 @@ def index_pack(service, kindgi, discovered, config):
         except BaseException as cause:   # pack code: an import may raise anything, SystemExit too
             if isinstance(cause, KeyboardInterrupt):
                 raise
+            # The service's {name, message, stack}: an exception whose str() fails is still told.
+            fields = service.serialize_cause(cause)
             file_errors.append(_file_error(
-                "file-import-failed", "Failed to import %s: %s: %s" % (rel_path, type(cause).__name__, cause),
-                rel_path, cause=_serialize_cause(cause)))
+                "file-import-failed", "Failed to import %s: %s: %s" % (rel_path, fields["name"], fields["message"]),
+                rel_path, cause=fields))
             continue
         primitives = service.primitives_of(module, tuple(cls for cls, _ in classes))
         if not primitives:
@@ -374,11 +375,6 @@ def _unprefixed_check(check_id, rel_path, pack_id):
         "%s: check \"%s\" doesn't start with this pack's id (\"%s.\"). Name it \"%s.checks.<name>\" "
         "so it can't collide with another pack's check in the same tenant. The pack builds as it is."
         % (rel_path, check_id, pack_id, pack_id), rel_path, field="check")
-
-
-def _serialize_cause(cause):
-    return {"name": type(cause).__name__, "message": str(cause),
-            "stack": "".join(traceback.format_exception(type(cause), cause, cause.__traceback__))}
 
 
 def _auto_artifact_version(output):

@@ -199,6 +199,21 @@ def test_a_discovered_file_that_is_not_a_module_is_the_sdks_file_error(tmp_path)
     assert value["counts"]["tools"] == 1
 
 
+def test_an_exception_that_cant_be_printed_is_still_a_file_error(tmp_path):
+    """A module that raises an exception whose str() raises too: a file error saying so, the
+    rest indexed (the SDK's indexer stops with a traceback)."""
+    root = write_files(tmp_path / "pack", {"pyproject.toml": CONFIG, "tools/t.py": TOOL, "tools/u.py":
+                                           "class Odd(Exception):\n    def __str__(self):\n"
+                                           "        raise RuntimeError('no text')\n\n\nraise Odd()\n"})
+    ran = run_index(["--pack-dir", root, "--json"] + PINS)
+    assert (ran.code, ran.stderr) == (0, ""), ran
+    value = outcome_of(ran, root)["value"]
+    assert value["fileErrors"] == [{"code": "file-import-failed", "filePath": "tools/u.py",
+                                    "message": "Failed to import tools/u.py: Odd: <Odd with an unprintable message>",
+                                    "cause": {"name": "Odd", "message": "<Odd with an unprintable message>"}}]
+    assert value["counts"]["tools"] == 1
+
+
 def test_toml_outside_the_readers_part_is_refused_before_3_11_and_read_after(tmp_path):
     config = '[tool.kindgi.pack]\nid = "acme.run"\nversion = "1.0.0"\nmeta = {owner = "x"}\n'
     root = write_files(tmp_path / "pack", {"pyproject.toml": config, "tools/t.py": TOOL})
