@@ -205,7 +205,7 @@ def run_indexer(service, pack_dir, config_path=None, output_path=None, artifact_
                     "at %s: %s" % (issues[0]["instancePath"] or "/", issues[0]["message"]))
     try:
         _atomic_write(output, stable_dumps(index) + "\n")
-    except OSError as cause:
+    except (OSError, UnicodeEncodeError) as cause:   # a lone surrogate (from argv or pack code) isn't UTF-8
         return _err("output-write-failed", "Failed to write %s: %s" % (output, cause),
                     file_path=str(output))
     return {"kind": "ok", "value": {

@@ -214,6 +214,20 @@ def test_an_exception_that_cant_be_printed_is_still_a_file_error(tmp_path):
     assert value["counts"]["tools"] == 1
 
 
+@pytest.mark.parametrize("tool_id, artifact", [("acme.run.t", "v-\udcff"), ("acme.run.\\udcff", "v-1")])
+def test_text_that_is_not_utf8_is_output_write_failed(tmp_path, tool_id, artifact):
+    """An --artifact-version with a byte that isn't UTF-8 (argv), or an id with a lone surrogate
+    (pack code): the index can't be written as UTF-8, an error outcome, and no file is left."""
+    root = write_files(tmp_path / "pack", {"pyproject.toml": CONFIG, "tools/t.py": TOOL.replace("acme.run.t",
+                                                                                                 tool_id)})
+    ran = run_index(["--pack-dir", root, "--json", "--artifact-version", artifact, "--published-at", PINS[3]])
+    assert (ran.code, ran.stderr) == (1, ""), ran
+    error = json.loads(ran.stdout)["error"]
+    assert (error["code"], error["filePath"]) == ("output-write-failed", str(root / "index.json"))
+    assert "surrogates not allowed" in error["message"]
+    assert sorted(os.listdir(str(root))) == ["pyproject.toml", "tools"]
+
+
 def test_toml_outside_the_readers_part_is_refused_before_3_11_and_read_after(tmp_path):
     config = '[tool.kindgi.pack]\nid = "acme.run"\nversion = "1.0.0"\nmeta = {owner = "x"}\n'
     root = write_files(tmp_path / "pack", {"pyproject.toml": config, "tools/t.py": TOOL})
