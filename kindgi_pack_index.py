@@ -1020,6 +1020,8 @@ def stable_dumps(value):
 
 
 def _write(value, depth, out):
+    """Append value's canonical text to out.  One call per level of nesting, as the SDK's
+    writer: a value nested as deep as the SDK's writes is written here too."""
     if value is None:
         out.append("null")
     elif value is True:
@@ -1032,25 +1034,25 @@ def _write(value, depth, out):
         out.append(int.__repr__(value))
     elif isinstance(value, float):
         out.append(js_number(value))
-    elif isinstance(value, Mapping):
-        keys = sorted((_key(k) for k in value), key=code_units)
-        _write_items(["%s: " % _JSON_STRING(k) for k in keys], [value[k] for k in keys], "{}", depth, out)
-    elif isinstance(value, Sequence) and not isinstance(value, (bytes, bytearray)):
-        _write_items([""] * len(value), value, "[]", depth, out)
     else:
-        raise TypeError("%s is not JSON-serializable" % type(value).__name__)
-
-
-def _write_items(labels, values, brackets, depth, out):
-    if not labels:
-        out.append(brackets)
-        return
-    inner = "\n" + "  " * (depth + 1)
-    out.append(brackets[0])
-    for i, (label, item) in enumerate(zip(labels, values)):
-        out.append(("," if i else "") + inner + label)
-        _write(item, depth + 1, out)
-    out.append("\n" + "  " * depth + brackets[1])
+        if isinstance(value, Mapping):
+            keys = sorted((_key(k) for k in value), key=code_units)
+            items = [("%s: " % _JSON_STRING(k), value[k]) for k in keys]
+            brackets = "{}"
+        elif isinstance(value, Sequence) and not isinstance(value, (bytes, bytearray)):
+            items = [("", item) for item in value]
+            brackets = "[]"
+        else:
+            raise TypeError("%s is not JSON-serializable" % type(value).__name__)
+        if not items:
+            out.append(brackets)
+            return
+        inner = "\n" + "  " * (depth + 1)
+        out.append(brackets[0])
+        for i, (label, item) in enumerate(items):
+            out.append(("," if i else "") + inner + label)
+            _write(item, depth + 1, out)
+        out.append("\n" + "  " * depth + brackets[1])
 
 
 def _key(key):

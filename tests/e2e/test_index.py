@@ -228,6 +228,17 @@ def test_text_that_is_not_utf8_is_output_write_failed(tmp_path, tool_id, artifac
     assert sorted(os.listdir(str(root))) == ["pyproject.toml", "tools"]
 
 
+def test_a_schema_nested_as_deep_as_the_sdk_writes_is_written(tmp_path):
+    """The canonical writer takes one call per level, as the SDK's: a schema 700 levels deep
+    is written by both (at about 990 both stop, at Python's recursion limit)."""
+    nested = "deep = {}\nlevel = deep\nfor _ in range(700):\n    level['a'] = {}\n    level = level['a']\n"
+    root = write_files(tmp_path / "pack", {"pyproject.toml": CONFIG, "tools/t.py": nested + TOOL.replace(
+        'input={"type": "object"}', 'input={"type": "object", "x-deep": deep}')})
+    ran = run_index(["--pack-dir", root, "--json"] + PINS)
+    assert (ran.code, ran.stderr) == (0, ""), ran
+    assert (root / "index.json").read_text(encoding="utf-8").count('"a": {') == 700
+
+
 def test_toml_outside_the_readers_part_is_refused_before_3_11_and_read_after(tmp_path):
     config = '[tool.kindgi.pack]\nid = "acme.run"\nversion = "1.0.0"\nmeta = {owner = "x"}\n'
     root = write_files(tmp_path / "pack", {"pyproject.toml": config, "tools/t.py": TOOL})
