@@ -692,13 +692,20 @@ class TomlError(ValueError):
 
 
 def read_toml(text):
-    """The TOML document in ``text`` as dicts and lists (tomllib.loads where there is one)."""
-    if tomllib is not None:
-        try:
-            return tomllib.loads(text)
-        except tomllib.TOMLDecodeError as exc:
-            raise TomlError(str(exc))
-    return _TomlReader(text).document()
+    """The TOML document in ``text`` as dicts and lists (tomllib.loads where there is one).
+
+    Both readers recurse into arrays and inline tables: nested past Python's recursion
+    limit, the text is refused like any other it can't read, not with a traceback.
+    """
+    try:
+        if tomllib is not None:
+            try:
+                return tomllib.loads(text)
+            except tomllib.TOMLDecodeError as exc:
+                raise TomlError(str(exc))
+        return _TomlReader(text).document()
+    except RecursionError:
+        raise TomlError("arrays or inline tables nested too deeply to read")
 
 
 _BARE_KEY = re.compile(r"[A-Za-z0-9_-]+")
