@@ -342,7 +342,10 @@ def _build(primitive, kind, rel_path, pack_version, kindgi, service):
             return agent_entry(primitive, rel_path, pack_version, kindgi, service.wire_schema), None
         except ValueError as cause:
             return None, str(cause)
-    return flow_entry(primitive, rel_path, kindgi)
+    try:
+        return flow_entry(primitive, rel_path, kindgi)
+    except RecursionError:   # nodes or conditions nested past what a recursive check can follow
+        return None, "flow '%s' is nested too deeply to check" % primitive.id
 
 
 def _sorted(entries):

@@ -239,6 +239,22 @@ def test_a_schema_nested_as_deep_as_the_sdk_writes_is_written(tmp_path):
     assert (root / "index.json").read_text(encoding="utf-8").count('"a": {') == 700
 
 
+def test_a_flow_nested_too_deeply_to_check_is_a_file_error(tmp_path):
+    """A condition built 300 `not`s deep: the flow check can't follow it (the SDK's indexer
+    stops with a RecursionError); here the flow is a file error and the rest is indexed."""
+    flow = ("from kindgi import Flow\n\ncond = {'op': 'truthy', 'value': {'path': 'state.done'}}\n"
+            "for _ in range(300):\n    cond = {'op': 'not', 'child': cond}\n"
+            "deep = Flow(id='acme.run.deep', version='1.0.0', nodes=[{'id': 'a', 'kind': 'tool', 'ref': 'x'}, "
+            "{'id': 'b', 'kind': 'tool', 'ref': 'y'}], edges=[{'id': 'e', 'from': 'a', 'to': 'b', 'when': cond}])\n")
+    root = write_files(tmp_path / "pack", {"pyproject.toml": CONFIG, "tools/t.py": TOOL, "flows/deep.py": flow})
+    ran = run_index(["--pack-dir", root, "--json"] + PINS)
+    assert (ran.code, ran.stderr) == (0, ""), ran
+    value = json.loads(ran.stdout)["value"]
+    assert value["fileErrors"] == [{"code": "manifest-validation-failed", "filePath": "flows/deep.py",
+                                    "message": "flows/deep.py: flow 'acme.run.deep' is nested too deeply to check"}]
+    assert value["counts"] == {"tools": 1, "guardrails": 0, "agents": 0, "flows": 0}
+
+
 def test_toml_outside_the_readers_part_is_refused_before_3_11_and_read_after(tmp_path):
     config = '[tool.kindgi.pack]\nid = "acme.run"\nversion = "1.0.0"\nmeta = {owner = "x"}\n'
     root = write_files(tmp_path / "pack", {"pyproject.toml": config, "tools/t.py": TOOL})
