@@ -37,11 +37,13 @@ index`` calls, with the service module: its pack loading and its stand-in ``kind
 the ones used here, so what is indexed is what the service will serve.
 """
 
+import errno
 import importlib
 import json
 import numbers
 import os
 import re
+import stat
 import sys
 import time
 from collections.abc import Mapping, Sequence
@@ -603,7 +605,7 @@ class PackConfig(object):
 def load_config(pack_dir, config_path=None):
     """Read and check ``[tool.kindgi]`` from ``config_path`` or DIR/pyproject.toml; raise ConfigError."""
     path = resolved(config_path or pack_dir / CONFIG_FILENAME)
-    if not os.path.isfile(str(path)):   # Path.is_file() raises on a link loop before Python 3.8
+    if not _is_file(path):
         raise ConfigError("config-not-found", "No %s found at pack root %s" % (CONFIG_FILENAME, pack_dir))
     try:
         with open(str(path), encoding="utf-8") as f:   # universal newlines, as tomllib is given text
@@ -633,6 +635,17 @@ def load_config(pack_dir, config_path=None):
     return PackConfig(path, pack["id"], pack["version"],
                       description if isinstance(description, str) else None, globs,
                       _env(kindgi.get("env"), path))
+
+
+def _is_file(path):
+    """Whether the config is a file, as ``Path.is_file()`` tells on Python 3.8+ (a link loop is
+    none; before 3.8 it raises).  A path that can't be looked at for another reason (a folder
+    on the way that can't be searched) counts as one, so that reading it says why, where
+    ``is_file()`` raises."""
+    try:
+        return stat.S_ISREG(os.stat(str(path)).st_mode)
+    except OSError as error:
+        return error.errno not in (errno.ENOENT, errno.ENOTDIR, errno.EBADF, errno.ELOOP)
 
 
 def _env(table, path):

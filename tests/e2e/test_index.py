@@ -17,7 +17,7 @@ from datetime import datetime, timedelta, timezone
 import pytest
 
 from indexing import (CONFIG, EXPECTED, PACKS, PINS, PLAIN_PACKS, PYTHON, ROOT, RUN_ERRORS, SERVICE, TOOL,
-                      copy_pack, outcome_of, run_error_args, run_index, write_files)
+                      copy_pack, outcome_of, run, run_error_args, run_index, write_files)
 
 
 def index_copy(name, tmp_path):
@@ -163,6 +163,27 @@ def test_a_link_loop_is_an_outcome_not_a_traceback(tmp_path):
     assert (ran.code, ran.stderr) == (1, ""), ran
     error = json.loads(ran.stdout)["error"]
     assert (error["code"], error["filePath"]) == ("output-write-failed", str(loop / "index.json"))
+
+
+def test_a_config_in_a_folder_that_cant_be_searched_says_why(tmp_path):
+    """Path.is_file() raises PermissionError there (the SDK's indexer stops with it): the
+    config is read, and the refusal is the reason, as for a config that can't be read."""
+    root = write_files(tmp_path / "closed" / "pack", {"pyproject.toml": CONFIG, "tools/t.py": TOOL})
+    os.chmod(str(tmp_path / "closed"), 0o600)
+    try:
+        # root reads anything: run without the capabilities that let it (util-linux's setpriv)
+        prefix = [] if os.geteuid() else ["setpriv", "--bounding-set=-dac_override,-dac_read_search"]
+        probe = subprocess.call(prefix + ["test", "-e", str(root)], stderr=subprocess.DEVNULL) if prefix else 1
+        if probe == 0 or (prefix and probe == 127):
+            pytest.skip("the folder can't be made unsearchable for this user (setpriv missing or not allowed)")
+        ran = run(prefix + [PYTHON, SERVICE, "index", "--pack-dir", root, "--json"] + PINS)
+    finally:
+        os.chmod(str(tmp_path / "closed"), 0o700)
+    assert (ran.code, ran.stderr) == (1, ""), ran
+    config = str(root / "pyproject.toml")
+    assert json.loads(ran.stdout) == {"kind": "err", "error": {
+        "code": "config-parse-failed", "filePath": config,
+        "message": "Failed to read %s: [Errno 13] Permission denied: '%s'" % (config, config)}}
 
 
 def test_a_glob_under_a_link_loop_finds_nothing_there(tmp_path):
