@@ -995,8 +995,8 @@ def discover(root, pattern):
 def _walk(root, start):
     """Every file under start, as a path relative to root, in sorted order; hidden and
     vendored folders are not entered."""
-    if not os.path.isdir(str(start)):   # Path.is_dir() raises on a link loop before Python 3.8
-        return
+    if not os.path.isdir(str(start)):   # Path.is_dir() raises for a link loop (before 3.8) or a folder
+        return                          # on the way that can't be searched; os.walk skips those too
     for folder, folders, files in os.walk(str(start)):
         folders[:] = sorted(d for d in folders if not d.startswith(".") and d not in SKIPPED_DIRS)
         base = Path(folder).relative_to(root).as_posix()

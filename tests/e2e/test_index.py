@@ -165,25 +165,47 @@ def test_a_link_loop_is_an_outcome_not_a_traceback(tmp_path):
     assert (error["code"], error["filePath"]) == ("output-write-failed", str(loop / "index.json"))
 
 
+def index_with_a_closed_folder(closed, args):
+    """Run the indexer with the folder closed unsearchable (mode 0600); a Ran, or a skip.
+
+    root reads anything: it runs without the capabilities that let it (util-linux's setpriv).
+    """
+    inside = str(next(closed.iterdir()))
+    os.chmod(str(closed), 0o600)
+    try:
+        prefix = [] if os.geteuid() else ["setpriv", "--bounding-set=-dac_override,-dac_read_search"]
+        try:
+            probe = subprocess.call(prefix + ["test", "-e", inside])   # 1: it can't be seen
+        except OSError:
+            probe = 0
+        if probe != 1:
+            pytest.skip("the folder can't be closed to this user (setpriv missing or not allowed)")
+        return run(prefix + [PYTHON, SERVICE, "index"] + args + ["--json"] + PINS)
+    finally:
+        os.chmod(str(closed), 0o700)
+
+
 def test_a_config_in_a_folder_that_cant_be_searched_says_why(tmp_path):
     """Path.is_file() raises PermissionError there (the SDK's indexer stops with it): the
     config is read, and the refusal is the reason, as for a config that can't be read."""
     root = write_files(tmp_path / "closed" / "pack", {"pyproject.toml": CONFIG, "tools/t.py": TOOL})
-    os.chmod(str(tmp_path / "closed"), 0o600)
-    try:
-        # root reads anything: run without the capabilities that let it (util-linux's setpriv)
-        prefix = [] if os.geteuid() else ["setpriv", "--bounding-set=-dac_override,-dac_read_search"]
-        probe = subprocess.call(prefix + ["test", "-e", str(root)], stderr=subprocess.DEVNULL) if prefix else 1
-        if probe == 0 or (prefix and probe == 127):
-            pytest.skip("the folder can't be made unsearchable for this user (setpriv missing or not allowed)")
-        ran = run(prefix + [PYTHON, SERVICE, "index", "--pack-dir", root, "--json"] + PINS)
-    finally:
-        os.chmod(str(tmp_path / "closed"), 0o700)
+    ran = index_with_a_closed_folder(tmp_path / "closed", ["--pack-dir", str(root)])
     assert (ran.code, ran.stderr) == (1, ""), ran
     config = str(root / "pyproject.toml")
     assert json.loads(ran.stdout) == {"kind": "err", "error": {
         "code": "config-parse-failed", "filePath": config,
         "message": "Failed to read %s: [Errno 13] Permission denied: '%s'" % (config, config)}}
+
+
+def test_a_glob_in_a_folder_that_cant_be_searched_finds_nothing_there(tmp_path):
+    """As os.walk skips a folder it can't list (the SDK's indexer stops with PermissionError)."""
+    root = write_files(tmp_path / "pack", {
+        "pyproject.toml": CONFIG + '[tool.kindgi.discovery]\nguardrails = "closed/inner/*.py"\n',
+        "tools/t.py": TOOL, "closed/inner/g.py": "raise RuntimeError('never imported')\n"})
+    ran = index_with_a_closed_folder(root / "closed", ["--pack-dir", str(root)])
+    assert (ran.code, ran.stderr) == (0, ""), ran
+    value = json.loads(ran.stdout)["value"]
+    assert (value["counts"]["tools"], value["fileErrors"]) == (1, [])
 
 
 def test_a_glob_under_a_link_loop_finds_nothing_there(tmp_path):
