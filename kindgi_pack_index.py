@@ -37,14 +37,15 @@ index`` calls, with the service module: its pack loading and its stand-in ``kind
 the ones used here, so what is indexed is what the service will serve.
 """
 
+import errno
 import importlib
 import json
 import numbers
 import os
 import re
+import stat
 import sys
 import time
-import traceback
 from collections.abc import Mapping, Sequence
 from datetime import date, datetime, time as clock_time, timezone
 from functools import lru_cache
@@ -169,7 +170,7 @@ def run_indexer(service, pack_dir, config_path=None, output_path=None, artifact_
     index can't hold (an effect that is not a mapping, a set in a schema) raise, and so
     does this one.
     """
-    pack_dir = pack_dir.resolve()
+    pack_dir = resolved(pack_dir)
     try:
         config = load_config(pack_dir, config_path)
     except ConfigError as error:
@@ -183,7 +184,7 @@ def run_indexer(service, pack_dir, config_path=None, output_path=None, artifact_
     service.mount_package(str(pack_dir))
     entries, file_errors, warnings = index_pack(service, kindgi, discovered, config)
 
-    output = (output_path or pack_dir / "index.json").resolve()
+    output = resolved(output_path or pack_dir / "index.json")
     version = artifact_version or _auto_artifact_version(output)
     when = published_at or datetime.now(timezone.utc).isoformat(timespec="milliseconds").replace(
         "+00:00", "Z")
@@ -206,7 +207,7 @@ def run_indexer(service, pack_dir, config_path=None, output_path=None, artifact_
                     "at %s: %s" % (issues[0]["instancePath"] or "/", issues[0]["message"]))
     try:
         _atomic_write(output, stable_dumps(index) + "\n")
-    except OSError as cause:
+    except (OSError, UnicodeEncodeError) as cause:   # a lone surrogate (from argv or pack code) isn't UTF-8
         return _err("output-write-failed", "Failed to write %s: %s" % (output, cause),
                     file_path=str(output))
     return {"kind": "ok", "value": {
@@ -219,6 +220,20 @@ def run_indexer(service, pack_dir, config_path=None, output_path=None, artifact_
         "fileErrors": file_errors,
         "warnings": warnings,
     }}
+
+
+def resolved(path):
+    """The absolute path with its links followed, as ``Path.resolve()`` gives it.
+
+    A symbolic link loop makes ``resolve()`` raise RuntimeError before Python 3.13; from
+    3.13 on it gives the path as far as it could follow it, and so does this, on every
+    interpreter: the loop is then reported where the path is used (no config found, the
+    output can't be written), not as a traceback.
+    """
+    try:
+        return path.resolve()
+    except RuntimeError:
+        return Path(os.path.realpath(str(path)))
 
 
 def _kindgi(service):
@@ -248,13 +263,15 @@ def index_pack(service, kindgi, discovered, config):
     warnings = []
     for rel_path, expected in discovered:
         try:
-            module = importlib.import_module(service.module_name_for(rel_path))
+            module = importlib.import_module(_module_name(service, rel_path))
         except BaseException as cause:   # pack code: an import may raise anything, SystemExit too
             if isinstance(cause, KeyboardInterrupt):
                 raise
+            # The service's {name, message, stack}: an exception whose str() fails is still told.
+            fields = service.serialize_cause(cause)
             file_errors.append(_file_error(
-                "file-import-failed", "Failed to import %s: %s: %s" % (rel_path, type(cause).__name__, cause),
-                rel_path, cause=_serialize_cause(cause)))
+                "file-import-failed", "Failed to import %s: %s: %s" % (rel_path, fields["name"], fields["message"]),
+                rel_path, cause=fields))
             continue
         primitives = service.primitives_of(module, tuple(cls for cls, _ in classes))
         if not primitives:
@@ -283,6 +300,18 @@ def index_pack(service, kindgi, discovered, config):
             if kind == "guardrail" and not primitive.check_id.startswith(config.id + "."):
                 warnings.append(_unprefixed_check(primitive.check_id, rel_path, config.id))
     return entries, file_errors, warnings
+
+
+def _module_name(service, rel_path):
+    """The module a discovered file is imported as, as the service names it.
+
+    A glob can match a file that is no module (``tools/*`` takes ``tools/README.md``) or
+    one outside the pack (``../lib/*.py``): that is a ValueError, worded as the SDK's
+    indexer words it, so that its file error is the SDK's.
+    """
+    if not rel_path.endswith(".py") or rel_path.startswith("/") or ".." in rel_path.split("/"):
+        raise ValueError("not a pack-relative Python module path: %s" % rel_path)
+    return service.module_name_for(rel_path)
 
 
 def _duplicate_of(owners, kind, primitive_id, version, rel_path):
@@ -315,7 +344,10 @@ def _build(primitive, kind, rel_path, pack_version, kindgi, service):
             return agent_entry(primitive, rel_path, pack_version, kindgi, service.wire_schema), None
         except ValueError as cause:
             return None, str(cause)
-    return flow_entry(primitive, rel_path, kindgi)
+    try:
+        return flow_entry(primitive, rel_path, kindgi)
+    except RecursionError:   # nodes or conditions nested past what a recursive check can follow
+        return None, "flow '%s' is nested too deeply to check" % primitive.id
 
 
 def _sorted(entries):
@@ -350,11 +382,6 @@ def _unprefixed_check(check_id, rel_path, pack_id):
         % (rel_path, check_id, pack_id, pack_id), rel_path, field="check")
 
 
-def _serialize_cause(cause):
-    return {"name": type(cause).__name__, "message": str(cause),
-            "stack": "".join(traceback.format_exception(type(cause), cause, cause.__traceback__))}
-
-
 def _auto_artifact_version(output):
     """``YYYYMMDD.N`` for today (UTC): N is 1, or one more than the previous output's same-day N."""
     today = datetime.now(timezone.utc).strftime("%Y%m%d")
@@ -365,7 +392,7 @@ def _auto_artifact_version(output):
         day, _, count = str(previous).partition(".")
         if day == today and count.isdigit():
             n = int(count) + 1
-    except (OSError, ValueError, AttributeError):
+    except (OSError, ValueError, AttributeError, RecursionError):   # not an index: start at 1
         pass
     return "%s.%d" % (today, n)
 
@@ -577,8 +604,8 @@ class PackConfig(object):
 
 def load_config(pack_dir, config_path=None):
     """Read and check ``[tool.kindgi]`` from ``config_path`` or DIR/pyproject.toml; raise ConfigError."""
-    path = (config_path or pack_dir / CONFIG_FILENAME).resolve()
-    if not path.is_file():
+    path = resolved(config_path or pack_dir / CONFIG_FILENAME)
+    if not _is_file(path):
         raise ConfigError("config-not-found", "No %s found at pack root %s" % (CONFIG_FILENAME, pack_dir))
     try:
         with open(str(path), encoding="utf-8") as f:   # universal newlines, as tomllib is given text
@@ -608,6 +635,17 @@ def load_config(pack_dir, config_path=None):
     return PackConfig(path, pack["id"], pack["version"],
                       description if isinstance(description, str) else None, globs,
                       _env(kindgi.get("env"), path))
+
+
+def _is_file(path):
+    """Whether the config is a file, as ``Path.is_file()`` tells on Python 3.8+ (a link loop is
+    none; before 3.8 it raises).  A path that can't be looked at for another reason (a folder
+    on the way that can't be searched) counts as one, so that reading it says why, where
+    ``is_file()`` raises."""
+    try:
+        return stat.S_ISREG(os.stat(str(path)).st_mode)
+    except OSError as error:
+        return error.errno not in (errno.ENOENT, errno.ENOTDIR, errno.EBADF, errno.ELOOP)
 
 
 def _env(table, path):
@@ -670,13 +708,20 @@ class TomlError(ValueError):
 
 
 def read_toml(text):
-    """The TOML document in ``text`` as dicts and lists (tomllib.loads where there is one)."""
-    if tomllib is not None:
-        try:
-            return tomllib.loads(text)
-        except tomllib.TOMLDecodeError as exc:
-            raise TomlError(str(exc))
-    return _TomlReader(text).document()
+    """The TOML document in ``text`` as dicts and lists (tomllib.loads where there is one).
+
+    Both readers recurse into arrays and inline tables: nested past Python's recursion
+    limit, the text is refused like any other it can't read, not with a traceback.
+    """
+    try:
+        if tomllib is not None:
+            try:
+                return tomllib.loads(text)
+            except tomllib.TOMLDecodeError as exc:
+                raise TomlError(str(exc))
+        return _TomlReader(text).document()
+    except RecursionError:
+        raise TomlError("arrays or inline tables nested too deeply to read")
 
 
 _BARE_KEY = re.compile(r"[A-Za-z0-9_-]+")
@@ -950,8 +995,8 @@ def discover(root, pattern):
 def _walk(root, start):
     """Every file under start, as a path relative to root, in sorted order; hidden and
     vendored folders are not entered."""
-    if not start.is_dir():
-        return
+    if not os.path.isdir(str(start)):   # Path.is_dir() raises for a link loop (before 3.8) or a folder
+        return                          # on the way that can't be searched; os.walk skips those too
     for folder, folders, files in os.walk(str(start)):
         folders[:] = sorted(d for d in folders if not d.startswith(".") and d not in SKIPPED_DIRS)
         base = Path(folder).relative_to(root).as_posix()
@@ -998,6 +1043,8 @@ def stable_dumps(value):
 
 
 def _write(value, depth, out):
+    """Append value's canonical text to out.  One call per level of nesting, as the SDK's
+    writer: a value nested as deep as the SDK's writes is written here too."""
     if value is None:
         out.append("null")
     elif value is True:
@@ -1010,25 +1057,25 @@ def _write(value, depth, out):
         out.append(int.__repr__(value))
     elif isinstance(value, float):
         out.append(js_number(value))
-    elif isinstance(value, Mapping):
-        keys = sorted((_key(k) for k in value), key=code_units)
-        _write_items(["%s: " % _JSON_STRING(k) for k in keys], [value[k] for k in keys], "{}", depth, out)
-    elif isinstance(value, Sequence) and not isinstance(value, (bytes, bytearray)):
-        _write_items([""] * len(value), value, "[]", depth, out)
     else:
-        raise TypeError("%s is not JSON-serializable" % type(value).__name__)
-
-
-def _write_items(labels, values, brackets, depth, out):
-    if not labels:
-        out.append(brackets)
-        return
-    inner = "\n" + "  " * (depth + 1)
-    out.append(brackets[0])
-    for i, (label, item) in enumerate(zip(labels, values)):
-        out.append(("," if i else "") + inner + label)
-        _write(item, depth + 1, out)
-    out.append("\n" + "  " * depth + brackets[1])
+        if isinstance(value, Mapping):
+            keys = sorted((_key(k) for k in value), key=code_units)
+            items = [("%s: " % _JSON_STRING(k), value[k]) for k in keys]
+            brackets = "{}"
+        elif isinstance(value, Sequence) and not isinstance(value, (bytes, bytearray)):
+            items = [("", item) for item in value]
+            brackets = "[]"
+        else:
+            raise TypeError("%s is not JSON-serializable" % type(value).__name__)
+        if not items:
+            out.append(brackets)
+            return
+        inner = "\n" + "  " * (depth + 1)
+        out.append(brackets[0])
+        for i, (label, item) in enumerate(items):
+            out.append(("," if i else "") + inner + label)
+            _write(item, depth + 1, out)
+        out.append("\n" + "  " * depth + brackets[1])
 
 
 def _key(key):

@@ -4799,21 +4799,28 @@ class _StandinData:
     _hidden = ()
 
     def __init__(self, *args, **kwargs):
-        kind = type(self).__name__
-        if len(args) > len(self._fields):
-            raise TypeError("%s() takes %d positional arguments but %d were given"
-                            % (kind, len(self._fields), len(args)))
-        for (name, _), value in zip(self._fields, args):
-            if name in kwargs:
-                raise TypeError("%s() got multiple values for argument %r" % (kind, name))
-            kwargs[name] = value
+        # A wrong call is refused in the words (and the order of checks) Python 3.10+ uses
+        # for a dataclass's __init__, the SDK's, so a file error reads the same either way.
+        where = "%s.__init__()" % type(self).__name__
+        names = [name for name, _ in self._fields]
+        for name in kwargs:
+            if name not in names:
+                raise TypeError("%s got an unexpected keyword argument %r" % (where, name))
+            if names.index(name) < len(args):
+                raise TypeError("%s got multiple values for argument %r" % (where, name))
+        required = [name for name, default in self._fields if default is _STANDIN_REQUIRED]
+        if len(args) > len(names):   # counted with self, as Python counts them
+            raise TypeError("%s takes from %d to %d positional arguments but %d were given"
+                            % (where, len(required) + 1, len(names) + 1, len(args) + 1))
+        kwargs.update(zip(names, args))
+        missing = ["%r" % name for name in required if name not in kwargs]
+        if missing:
+            listed = missing[0] if len(missing) == 1 else "%s%s and %s" % (
+                ", ".join(missing[:-1]), "," if len(missing) > 2 else "", missing[-1])
+            raise TypeError("%s missing %d required positional argument%s: %s"
+                            % (where, len(missing), "" if len(missing) == 1 else "s", listed))
         for name, default in self._fields:
-            value = kwargs.pop(name, default)
-            if value is _STANDIN_REQUIRED:
-                raise TypeError("%s() missing required argument: %r" % (kind, name))
-            self.__dict__[name] = value
-        if kwargs:
-            raise TypeError("%s() got an unexpected keyword argument %r" % (kind, next(iter(kwargs))))
+            self.__dict__[name] = kwargs.get(name, default)
         self.__post_init__()
 
     def __post_init__(self):

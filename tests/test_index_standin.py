@@ -153,6 +153,26 @@ def test_agents_and_flows_are_equal_only_to_themselves(kindgi):
     assert one.module == __name__
 
 
+@pytest.mark.parametrize("make, message", [
+    (lambda k: k.Agent(), "Agent.__init__() missing 4 required positional arguments: 'id', 'version', 'name', "
+                          "and 'instructions'"),
+    (lambda k: k.Agent("a", "1.0.0", "n"), "Agent.__init__() missing 1 required positional argument: "
+                                           "'instructions'"),
+    (lambda k: k.Flow(id="f", version="1.0.0"), "Flow.__init__() missing 2 required positional arguments: "
+                                                "'nodes' and 'edges'"),
+    (lambda k: k.Flow(*range(12)), "Flow.__init__() takes from 5 to 11 positional arguments but 13 were given"),
+    (lambda k: k.Agent("a", id="b"), "Agent.__init__() got multiple values for argument 'id'"),
+    (lambda k: k.Agent(*range(30), colour=1), "Agent.__init__() got an unexpected keyword argument 'colour'"),
+    (lambda k: k.Tool(x=1), "Tool.__init__() got an unexpected keyword argument 'x'"),
+])
+def test_a_wrong_call_is_refused_in_pythons_words_for_the_sdks_dataclasses(kindgi, make, message):
+    """The SDK's Agent, Flow, Tool and Guardrail are dataclasses: a wrong call is a TypeError in
+    Python 3.10+'s words, which a file error carries; the stand-in's are the same on 3.6 too."""
+    with pytest.raises(TypeError) as refused:
+        make(kindgi)
+    assert str(refused.value) == message
+
+
 def test_get_logger_takes_the_subsystem_positionally(kindgi):
     get_logger = sys.modules["kindgi.log"].get_logger
     assert get_logger() is get_logger("pack.x", bindings=1)

@@ -144,3 +144,17 @@ def test_generated_documents_are_read_alike_or_refused():
 def test_the_reader_is_what_old_interpreters_use():
     import kindgi_pack_index
     assert (kindgi_pack_index.tomllib is None) == (sys.version_info < (3, 11))
+
+
+@pytest.mark.parametrize("reader", ["tomllib", "ours"])
+@pytest.mark.parametrize("text", ["x = " + "[" * 5000 + "]" * 5000 + "\n",
+                                  "x = " + "{a = " * 5000 + "1" + "}" * 5000 + "\n"])
+def test_nesting_past_the_recursion_limit_is_refused_not_raised(monkeypatch, reader, text):
+    """tomllib and the reader both recurse into arrays (tomllib into inline tables too):
+    a file nested past the recursion limit is a TomlError, so config-parse-failed."""
+    import kindgi_pack_index
+    if reader == "ours":
+        monkeypatch.setattr(kindgi_pack_index, "tomllib", None)
+    with pytest.raises(TomlError) as refused:
+        kindgi_pack_index.read_toml(text)
+    assert "nested too deeply" in str(refused.value) or "inline tables" in str(refused.value)

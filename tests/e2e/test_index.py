@@ -16,8 +16,8 @@ from datetime import datetime, timedelta, timezone
 
 import pytest
 
-from indexing import (EXPECTED, PACKS, PINS, PLAIN_PACKS, PYTHON, ROOT, RUN_ERRORS, SERVICE, TOOL, copy_pack,
-                      outcome_of, run_error_args, run_index, write_files)
+from indexing import (CONFIG, EXPECTED, PACKS, PINS, PLAIN_PACKS, PYTHON, ROOT, RUN_ERRORS, SERVICE, TOOL,
+                      copy_pack, outcome_of, run, run_error_args, run_index, write_files)
 
 
 def index_copy(name, tmp_path):
@@ -134,6 +134,168 @@ def test_output_write_failed(tmp_path):
     assert error["code"] == "output-write-failed"
     assert error["filePath"] == "<pack>/pyproject.toml/index.json"
     assert error["message"].startswith("Failed to write <pack>/pyproject.toml/index.json: ")
+
+
+def link_loop(path):
+    """Make path a symbolic link to a link that leads back to it."""
+    back = path.parent / (path.name + "-back")
+    os.symlink(back.name, str(path))
+    os.symlink(path.name, str(back))
+    return path
+
+
+def test_a_link_loop_is_an_outcome_not_a_traceback(tmp_path):
+    """A pack folder, a config or an output behind a link that loops: the error any path that
+    isn't there gives, on every interpreter (Path.resolve() raises for it before 3.13)."""
+    root = write_files(tmp_path / "pack", {"pyproject.toml": CONFIG, "tools/t.py": TOOL})
+    loop = link_loop(tmp_path / "loop")
+    cases = [
+        (["--pack-dir", loop], {"code": "config-not-found", "message": "No pyproject.toml found at pack root %s"
+                                % loop}),
+        (["--pack-dir", root, "--config", loop], {"code": "config-not-found",
+                                                   "message": "No pyproject.toml found at pack root %s" % root}),
+    ]
+    for args, error in cases:
+        ran = run_index(args + ["--json"] + PINS)
+        assert (ran.code, ran.stderr) == (1, ""), ran
+        assert json.loads(ran.stdout) == {"kind": "err", "error": error}
+    ran = run_index(["--pack-dir", root, "--output", loop / "index.json", "--json"] + PINS)
+    assert (ran.code, ran.stderr) == (1, ""), ran
+    error = json.loads(ran.stdout)["error"]
+    assert (error["code"], error["filePath"]) == ("output-write-failed", str(loop / "index.json"))
+
+
+def index_with_a_closed_folder(closed, args):
+    """Run the indexer with the folder closed unsearchable (mode 0600); a Ran, or a skip.
+
+    root reads anything: it runs without the capabilities that let it (util-linux's setpriv).
+    """
+    inside = str(next(closed.iterdir()))
+    os.chmod(str(closed), 0o600)
+    try:
+        prefix = [] if os.geteuid() else ["setpriv", "--bounding-set=-dac_override,-dac_read_search"]
+        try:
+            probe = subprocess.call(prefix + ["test", "-e", inside])   # 1: it can't be seen
+        except OSError:
+            probe = 0
+        if probe != 1:
+            pytest.skip("the folder can't be closed to this user (setpriv missing or not allowed)")
+        return run(prefix + [PYTHON, SERVICE, "index"] + args + ["--json"] + PINS)
+    finally:
+        os.chmod(str(closed), 0o700)
+
+
+def test_a_config_in_a_folder_that_cant_be_searched_says_why(tmp_path):
+    """Path.is_file() raises PermissionError there (the SDK's indexer stops with it): the
+    config is read, and the refusal is the reason, as for a config that can't be read."""
+    root = write_files(tmp_path / "closed" / "pack", {"pyproject.toml": CONFIG, "tools/t.py": TOOL})
+    ran = index_with_a_closed_folder(tmp_path / "closed", ["--pack-dir", str(root)])
+    assert (ran.code, ran.stderr) == (1, ""), ran
+    config = str(root / "pyproject.toml")
+    assert json.loads(ran.stdout) == {"kind": "err", "error": {
+        "code": "config-parse-failed", "filePath": config,
+        "message": "Failed to read %s: [Errno 13] Permission denied: '%s'" % (config, config)}}
+
+
+def test_a_glob_in_a_folder_that_cant_be_searched_finds_nothing_there(tmp_path):
+    """As os.walk skips a folder it can't list (the SDK's indexer stops with PermissionError)."""
+    root = write_files(tmp_path / "pack", {
+        "pyproject.toml": CONFIG + '[tool.kindgi.discovery]\nguardrails = "closed/inner/*.py"\n',
+        "tools/t.py": TOOL, "closed/inner/g.py": "raise RuntimeError('never imported')\n"})
+    ran = index_with_a_closed_folder(root / "closed", ["--pack-dir", str(root)])
+    assert (ran.code, ran.stderr) == (0, ""), ran
+    value = json.loads(ran.stdout)["value"]
+    assert (value["counts"]["tools"], value["fileErrors"]) == (1, [])
+
+
+def test_a_glob_under_a_link_loop_finds_nothing_there(tmp_path):
+    root = write_files(tmp_path / "pack", {
+        "pyproject.toml": CONFIG + '[tool.kindgi.discovery]\nguardrails = "loop/*.py"\n', "tools/t.py": TOOL})
+    link_loop(root / "loop")
+    ran = run_index(["--pack-dir", root, "--json"] + PINS)
+    assert (ran.code, ran.stderr) == (0, ""), ran
+    assert json.loads(ran.stdout)["value"]["counts"]["tools"] == 1
+
+
+def test_a_previous_output_nested_too_deep_counts_as_none(tmp_path):
+    """The default artifactVersion reads the previous output's; one JSON can't read (nested
+    past the parser's depth) starts the day's count at 1, as an unreadable one does."""
+    root = write_files(tmp_path / "pack", {"pyproject.toml": CONFIG, "tools/t.py": TOOL,
+                                           "index.json": "[" * 100000})
+    ran = run_index(["--pack-dir", root, "--json", "--published-at", PINS[3]])
+    assert (ran.code, ran.stderr) == (0, ""), ran
+    assert json.loads(ran.stdout)["value"]["artifactVersion"].endswith(".1")
+
+
+def test_a_discovered_file_that_is_not_a_module_is_the_sdks_file_error(tmp_path):
+    """A glob can take README.md too: a file error in the SDK's words, the rest indexed."""
+    root = write_files(tmp_path / "pack", {
+        "pyproject.toml": CONFIG + '[tool.kindgi.discovery]\ntools = "tools/*"\n', "tools/t.py": TOOL,
+        "tools/README.md": "# tools\n"})
+    ran = run_index(["--pack-dir", root, "--json"] + PINS)
+    assert ran.code == 0, ran
+    value = outcome_of(ran, root)["value"]
+    problem = "not a pack-relative Python module path: tools/README.md"
+    assert value["fileErrors"] == [{"code": "file-import-failed", "filePath": "tools/README.md",
+                                    "message": "Failed to import tools/README.md: ValueError: " + problem,
+                                    "cause": {"name": "ValueError", "message": problem}}]
+    assert value["counts"]["tools"] == 1
+
+
+def test_an_exception_that_cant_be_printed_is_still_a_file_error(tmp_path):
+    """A module that raises an exception whose str() raises too: a file error saying so, the
+    rest indexed (the SDK's indexer stops with a traceback)."""
+    root = write_files(tmp_path / "pack", {"pyproject.toml": CONFIG, "tools/t.py": TOOL, "tools/u.py":
+                                           "class Odd(Exception):\n    def __str__(self):\n"
+                                           "        raise RuntimeError('no text')\n\n\nraise Odd()\n"})
+    ran = run_index(["--pack-dir", root, "--json"] + PINS)
+    assert (ran.code, ran.stderr) == (0, ""), ran
+    value = outcome_of(ran, root)["value"]
+    assert value["fileErrors"] == [{"code": "file-import-failed", "filePath": "tools/u.py",
+                                    "message": "Failed to import tools/u.py: Odd: <Odd with an unprintable message>",
+                                    "cause": {"name": "Odd", "message": "<Odd with an unprintable message>"}}]
+    assert value["counts"]["tools"] == 1
+
+
+@pytest.mark.parametrize("tool_id, artifact", [("acme.run.t", "v-\udcff"), ("acme.run.\\udcff", "v-1")])
+def test_text_that_is_not_utf8_is_output_write_failed(tmp_path, tool_id, artifact):
+    """An --artifact-version with a byte that isn't UTF-8 (argv), or an id with a lone surrogate
+    (pack code): the index can't be written as UTF-8, an error outcome, and no file is left."""
+    root = write_files(tmp_path / "pack", {"pyproject.toml": CONFIG, "tools/t.py": TOOL.replace("acme.run.t",
+                                                                                                 tool_id)})
+    ran = run_index(["--pack-dir", root, "--json", "--artifact-version", artifact, "--published-at", PINS[3]])
+    assert (ran.code, ran.stderr) == (1, ""), ran
+    error = json.loads(ran.stdout)["error"]
+    assert (error["code"], error["filePath"]) == ("output-write-failed", str(root / "index.json"))
+    assert "surrogates not allowed" in error["message"]
+    assert sorted(os.listdir(str(root))) == ["pyproject.toml", "tools"]
+
+
+def test_a_schema_nested_as_deep_as_the_sdk_writes_is_written(tmp_path):
+    """The canonical writer takes one call per level, as the SDK's: a schema 700 levels deep
+    is written by both (at about 990 both stop, at Python's recursion limit)."""
+    nested = "deep = {}\nlevel = deep\nfor _ in range(700):\n    level['a'] = {}\n    level = level['a']\n"
+    root = write_files(tmp_path / "pack", {"pyproject.toml": CONFIG, "tools/t.py": nested + TOOL.replace(
+        'input={"type": "object"}', 'input={"type": "object", "x-deep": deep}')})
+    ran = run_index(["--pack-dir", root, "--json"] + PINS)
+    assert (ran.code, ran.stderr) == (0, ""), ran
+    assert (root / "index.json").read_text(encoding="utf-8").count('"a": {') == 700
+
+
+def test_a_flow_nested_too_deeply_to_check_is_a_file_error(tmp_path):
+    """A condition built 300 `not`s deep: the flow check can't follow it (the SDK's indexer
+    stops with a RecursionError); here the flow is a file error and the rest is indexed."""
+    flow = ("from kindgi import Flow\n\ncond = {'op': 'truthy', 'value': {'path': 'state.done'}}\n"
+            "for _ in range(300):\n    cond = {'op': 'not', 'child': cond}\n"
+            "deep = Flow(id='acme.run.deep', version='1.0.0', nodes=[{'id': 'a', 'kind': 'tool', 'ref': 'x'}, "
+            "{'id': 'b', 'kind': 'tool', 'ref': 'y'}], edges=[{'id': 'e', 'from': 'a', 'to': 'b', 'when': cond}])\n")
+    root = write_files(tmp_path / "pack", {"pyproject.toml": CONFIG, "tools/t.py": TOOL, "flows/deep.py": flow})
+    ran = run_index(["--pack-dir", root, "--json"] + PINS)
+    assert (ran.code, ran.stderr) == (0, ""), ran
+    value = json.loads(ran.stdout)["value"]
+    assert value["fileErrors"] == [{"code": "manifest-validation-failed", "filePath": "flows/deep.py",
+                                    "message": "flows/deep.py: flow 'acme.run.deep' is nested too deeply to check"}]
+    assert value["counts"] == {"tools": 1, "guardrails": 0, "agents": 0, "flows": 0}
 
 
 def test_toml_outside_the_readers_part_is_refused_before_3_11_and_read_after(tmp_path):
