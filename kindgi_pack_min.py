@@ -2572,9 +2572,11 @@ def threaded_child_watcher():
 
 
 def _cancelled_by_us(call, exc):
-    """The call's own cancellation stopped its async task: nobody is waiting for an answer."""
+    """The service ended the call (its deadline, its caller gone, the drain) and stopped its async
+    task: nobody is waiting for an answer.  Asked of the call's outcome, not of its cancellation,
+    which pack code may fire itself: its ``CancelledError`` then is a throw, to be answered."""
     asyncio = sys.modules.get("asyncio")
-    return asyncio is not None and isinstance(exc, asyncio.CancelledError) and call.cancellation.cancelled
+    return asyncio is not None and isinstance(exc, asyncio.CancelledError) and call.outcome in CANCELLING
 
 
 def call_tool(call):
