@@ -4441,6 +4441,20 @@ class _StandinRecord:
             return extra[name]
         raise AttributeError("%r object has no attribute %r" % (type(self).__name__, name))
 
+    def __setattr__(self, name, value):
+        """A declared field or a private name is set as is; any other name is an extra field, as
+        pydantic keeps it for a model that allows extras, so ``to_wire`` carries it."""
+        if name.startswith("_") or any(name == field for field, _, _ in self._fields):
+            self.__dict__[name] = value
+        else:
+            self.model_extra[name] = value
+
+    def __delattr__(self, name):
+        if name in self.__dict__.get("model_extra", {}):
+            del self.model_extra[name]
+        else:
+            object.__delattr__(self, name)
+
     def _standin_items(self):
         """(name, value) for declared fields then extra fields."""
         items = [(name, self.__dict__[name]) for name, _, _ in self._fields]

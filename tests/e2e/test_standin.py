@@ -86,7 +86,19 @@ def check_result_facts():
         "full": CheckResult(passed=False, reason="r", judge_response="j", attributes={"a": 1}).to_wire(),
         "minimal": CheckResult(passed=True).to_wire(),
         "attribute": CheckResult(passed=True, judgeResponse="k").judge_response,
+        "setLater": set_later(),
     }
+
+
+def set_later():
+    result = CheckResult(passed=False, verdict="old")
+    result.score = 0.5
+    result.verdict = "new"
+    result.reason = "set later"
+    result._private = 1
+    result.gone = 1
+    del result.gone
+    return [result.to_wire(), result.score, result.model_extra]
 
 
 def trace_facts():
@@ -303,6 +315,9 @@ def test_check_result_wire_form(facts):
     assert c["full"] == {"passed": False, "reason": "r", "judgeResponse": "j", "attributes": {"a": 1}}
     assert c["minimal"] == {"passed": True}
     assert c["attribute"] == "k"
+    # Fields set after it is made: extra ones go on the wire too, as with the SDK's model.
+    assert c["setLater"] == [{"passed": False, "reason": "set later", "verdict": "new", "score": 0.5}, 0.5,
+                             {"verdict": "new", "score": 0.5}]
 
 
 def test_run_trace_and_records(facts):
