@@ -3485,6 +3485,7 @@ class Lifecycle:
         self.records = None
         self.service = None            # set once `listening` is said: from then on a signal drains
         self.signalled = False
+        self.checking = False          # --check: a stop before its end is a check that did not pass
         self.lock = threading.Lock()   # orders ``listening`` and ``stopped``
         self.exit_handlers_once = threading.Lock()   # taken by the first stop, which runs them
         self.wake_r, self.wake_w = os.pipe()
@@ -3572,7 +3573,7 @@ class Lifecycle:
             self.signalled = True            # serve() checks it under the lock before it says `listening`
             self.lock.release()
         if self.service is None:
-            self.stop(0)
+            self.stop(1 if self.checking else 0)
         if start_thread(self._drain, "drain") is None:
             self._drain()   # here, then: a second signal waits for the drain's end
         self._next_stop_signal()
@@ -3624,7 +3625,8 @@ class Lifecycle:
 
     def _last_words(self):
         if self.records is not None:
-            self.records.write("info", "Stopped", event="stopped", always=True, lock_timeout=0.5)
+            self.records.write("info", "Stopped before the check finished" if self.checking else "Stopped",
+                               event="stopped", always=True, lock_timeout=0.5)
         for stream in (sys.stdout, sys.stderr):
             try:
                 stream.flush()
@@ -3957,6 +3959,7 @@ def main(argv=None):
     # Signals are still held here: one that comes while the secrets are hidden waits, and across
     # a re-exec it waits for the new image, which acts on it (a held signal survives execve).
     dropped = config.dropped if config.dropped is not None else hide_secrets(config, argv, records)
+    lifecycle.checking = config.check_only
     lifecycle.take_signals(records)
     line_buffered_output(utf8_in_the_c_locale())
     try:
@@ -3967,6 +3970,7 @@ def main(argv=None):
         return 1
     lifecycle.take_back_signals()
     if config.check_only:
+        lifecycle.checking = False   # done: a signal from now on stops a check that passed
         records.write("info", "The pack boots: %d tools, %d checks" % (len(pack.index.tools), len(pack.index.checks)),
                       event="check-passed", always=True)
         return 0
