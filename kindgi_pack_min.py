@@ -216,6 +216,7 @@ __version__ = "0.2.0"
 PROTOCOL = 2
 PROTOCOL_SCHEMA_VERSION = "2.7.0"
 MAX_BODY = 10 * 1024 * 1024          # 10 MiB; exactly this much is accepted
+MAX_INDEX_BYTES = 64 * 1024 * 1024   # the pack index file (read_index)
 MAX_CHUNK_FRAMING = 1024 * 1024      # chunk-size lines and extensions of one chunked body
 MAX_PARSE_BYTES = 56 * 1024 * 1024   # memory one body's JSON may take once parsed (json_parse_cost)
 MEMORY_BUDGET = 256 * 1024 * 1024    # bodies and their parsed JSON, all requests at once (memory_budget)
@@ -982,22 +983,40 @@ def kept_by_filter(name, declared):
     return name in declared or name in KEPT_NAMES or name.startswith(KEPT_PREFIXES)
 
 
-def declared_env_names(index_path):
-    """The env names the index declares, or None when the index can't be read for them.
+def read_index(path):
+    """The index file's bytes, or the problem that fails the boot (a str).
+
+    Read once, for the env filter and the boot both: a pipe (``--index <(...)``)
+    can be read only once, and a file replaced between two reads would give the
+    filter another index's names.  At most MAX_INDEX_BYTES: a device such as
+    /dev/zero would take all the memory there is, with the stop signals held.
+    """
+    try:
+        with open(path, "rb") as f:
+            raw = f.read(MAX_INDEX_BYTES + 1)
+    except OSError as exc:
+        return "Cannot read the pack index: %s" % exc
+    if len(raw) > MAX_INDEX_BYTES:
+        return "Cannot read the pack index: %s is larger than %d MiB" % (path, MAX_INDEX_BYTES >> 20)
+    return raw
+
+
+def declared_env_names(raw):
+    """The env names the index (its bytes, from ``read_index``) declares, or None when they can't
+    be read from it.
 
     A broken index fails the boot later, with a problem that names it.
     """
     try:
-        with open(index_path, "rb") as f:
-            env = json.loads(f.read()).get("env") or {}
+        env = json.loads(raw).get("env") or {}
         return set(env.get("required") or ()) | set(env.get("optional") or ())
-    except (OSError, ValueError, RecursionError, AttributeError, TypeError):
+    except (ValueError, RecursionError, AttributeError, TypeError):
         return None
 
 
-def hidden_names(config, environ):
+def hidden_names(config, environ, raw):
     """Return ``(hidden, dropped)``: every name pack code must not see, and the filter's, sorted."""
-    declared = declared_env_names(config.index_path) if config.env_filter else None
+    declared = declared_env_names(raw) if config.env_filter else None
     dropped = [] if declared is None else sorted(
         name for name in environ if name != TOKEN_VAR and not kept_by_filter(name, declared))
     return dropped + [TOKEN_VAR] * (TOKEN_VAR in environ), dropped
@@ -1067,9 +1086,9 @@ def reexec_with(handoff, argv):
         os.close(read_end)
 
 
-def hide_secrets(config, argv, records):
+def hide_secrets(config, argv, records, raw):
     """Put the token and undeclared variables out of pack code's reach; return the dropped names."""
-    hidden, dropped = hidden_names(config, os.environ)
+    hidden, dropped = hidden_names(config, os.environ, raw)
     forget_variables(hidden)
     if scrub_environ_block(hidden):
         return dropped
@@ -3852,17 +3871,15 @@ class BootFailed(Exception):
         self.problems = problems
 
 
-def boot(config, records, dropped):
-    """Read the index, check the modules, report the env, import everything.
+def boot(config, records, dropped, raw):
+    """Check the index (its bytes, or the problem reading it), the modules, report the env,
+    import everything.
 
     Returns ``(pack, kindgi, missing_env)``; raises ``BootFailed`` with every
     problem found.
     """
-    try:
-        with open(config.index_path, "rb") as f:
-            raw = f.read()
-    except OSError as exc:
-        raise BootFailed(["Cannot read the pack index: %s" % exc])
+    if isinstance(raw, str):
+        raise BootFailed([raw])
     try:
         index = Index(raw)
     except IndexProblem as exc:
@@ -3958,12 +3975,13 @@ def main(argv=None):
         gc.disable()
     # Signals are still held here: one that comes while the secrets are hidden waits, and across
     # a re-exec it waits for the new image, which acts on it (a held signal survives execve).
-    dropped = config.dropped if config.dropped is not None else hide_secrets(config, argv, records)
+    raw = read_index(config.index_path)
+    dropped = config.dropped if config.dropped is not None else hide_secrets(config, argv, records, raw)
     lifecycle.checking = config.check_only
     lifecycle.take_signals(records)
     line_buffered_output(utf8_in_the_c_locale())
     try:
-        pack, kindgi, missing = boot(config, records, dropped)
+        pack, kindgi, missing = boot(config, records, dropped, raw)
     except BootFailed as exc:
         records.write("error", "The pack service failed to boot", event="boot-failed", always=True,   # pack code's
                       fields={"problems": [scrub_text(problem, records.token) for problem in exc.problems]})

@@ -177,6 +177,26 @@ def test_missing_index_file(launcher, tmp_path):
     assert "nowhere.json" in problems[0]
 
 
+def test_an_index_larger_than_64_mib_is_a_problem_not_all_the_memory(launcher):
+    """/dev/zero never ends: read whole, it took the machine's memory, the stop signals held."""
+    problems = boot_problems(launcher, "/dev/zero")
+    assert problems == ["Cannot read the pack index: /dev/zero is larger than 64 MiB"]
+
+
+def test_an_index_on_a_pipe_is_read_once(launcher, tmp_path):
+    """As ``--index <(...)`` or ``--index /dev/stdin`` give it: the env filter's read took it all, and
+    the boot then found the pipe empty ("not valid JSON")."""
+    pack = echo_pack(tmp_path)
+    pack.env = {"required": [], "optional": ["KEPT"]}
+    index = pack.write()
+    pipe_in = ["bash", "-c", 'cat "$0" | exec "$@"', str(index)]
+    service = launcher.start("/dev/stdin", env={"KEPT": "yes", "DROPPED": "no"}, prefix=pipe_in,
+                             args=["--module-root", str(tmp_path)], expect_listening=False)
+    assert service.wait_listening(), service.raw_stderr
+    assert service.call_tool("echo", {"n": 1}).json["output"] == {"n": 1}
+    assert service.records_of("env-dropped")[0]["names"] == ["DROPPED"]
+
+
 @pytest.mark.parametrize("text", ["{", "\xff"])
 def test_index_not_json(launcher, tmp_path, text):
     index = tmp_path / "index.json"
