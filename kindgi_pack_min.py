@@ -3986,6 +3986,7 @@ def main(argv=None):
         records.write("error", "The pack service failed to boot", event="boot-failed", always=True,   # pack code's
                       fields={"problems": [scrub_text(problem, records.token) for problem in exc.problems]})
         return 1
+    raw = None   # hashed and parsed: the index's bytes are not kept while serving
     lifecycle.take_back_signals()
     if config.check_only:
         lifecycle.checking = False   # done: a signal from now on stops a check that passed
