@@ -238,6 +238,7 @@ MAX_CALLER_TEXT = 1024               # characters of a caller's string in a reco
 RECORD_BATCH_SECONDS = 0.02          # how long a record may wait to be written with others
 MAX_WAITING_RECORDS = 4096           # beyond these, records are written by the thread making them
 MAX_BATCHED_RECORD = 4096            # longer records are written at once
+STUCK_STDERR_SECONDS = 1.0           # once serving, how long a record waits for a stuck stderr before it is dropped
 PIPE_WRITE = 4096                    # a pipe never splits a write this long (PIPE_BUF on Linux; POSIX: 512+)
 JSON_CONTENT_TYPE = "application/json; charset=utf-8"
 BIG_ANSWER = 64 * 1024               # a longer answer body goes out in a write of its own, not copied after its head
@@ -470,6 +471,8 @@ class Records:
         self.waiting = []              # encoded records for the writer thread, in order
         self.wake_writer = threading.Event()
         self.writer = None             # the writer thread, once start_writer() has run
+        self.stuck = False             # a record waited STUCK_STDERR_SECONDS in vain: drop the next at once
+        self.dropped = 0               # records dropped so, for the writer thread to report
 
     def enabled(self, level, subsystem="pack"):
         try:
@@ -553,7 +556,15 @@ class Records:
             if not self.wake_writer.is_set():
                 self.wake_writer.set()
             return
-        if not self.lock.acquire(timeout=lock_timeout):
+        if self.writer is not None and not at_once and lock_timeout < 0:
+            # Serving: a stderr nobody reads (a log collector that stopped) must not hold up the
+            # answer of every call that makes a record, for ever.  The record is dropped, and
+            # counted: the writer thread reports the count once stderr takes its writes again.
+            if not self.lock.acquire(timeout=0 if self.stuck else STUCK_STDERR_SECONDS):
+                self.stuck = True
+                self.dropped += 1
+                return
+        elif not self.lock.acquire(timeout=lock_timeout):
             return self._write_all(b"\n" + data)   # stderr is stuck mid-record: last words on their own line
         try:
             self._write_waiting()
@@ -585,6 +596,11 @@ class Records:
             self.wake_writer.clear()           # before taking it: a record added later wakes the next round
             with self.lock:
                 self._write_waiting()
+            self.stuck = False
+            dropped, self.dropped = self.dropped, 0
+            if dropped:
+                self.write("warn", "%d records were dropped: stderr took no writes for a while" % dropped,
+                           event="records-dropped", fields={"count": dropped})
 
     def _write_waiting(self):
         """Write the records waiting for the writer thread; the caller holds the lock.
