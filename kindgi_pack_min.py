@@ -667,6 +667,8 @@ class PackLogger:
 
     def __init__(self, records, subsystem="pack", bindings=None):
         self._records = records
+        if not isinstance(subsystem, str) or subsystem == "":   # None, "" or 5: "root", as the SDK's logger takes them
+            subsystem = "root"
         self._subsystem = field_name(subsystem, records.token)
         self._bindings = dict(bindings or {})
 
