@@ -302,7 +302,12 @@ def start_thread(target, name, *args):
 
 LEVELS = ("error", "warn", "info", "debug", "trace")
 SEVERITY = {"error": "ERROR", "warn": "WARNING", "info": "INFO", "debug": "DEBUG", "trace": "DEBUG"}
-CORRELATION_KEYS = ("traceId", "spanId", "requestId", "tenantId", "projectId", "orgId", "runId", "toolId")
+# Correlation ids, first after the fixed keys, in this order, wherever a record has them: the
+# service's own (the first two and the requestId to toolId run), and the others the SDK's logger
+# puts there too when pack code logs them.
+CORRELATION_KEYS = ("traceId", "spanId", "runTraceId", "requestId", "tenantId", "projectId", "orgId", "runId",
+                    "parentRunId", "agentId", "agentVersion", "flowId", "flowVersion", "toolId",
+                    "conversationId", "approvalId")
 # Names a pack's field can't take in its record: they go under "fields" instead.
 RESERVED_KEYS = ("time", "level", "severity", "subsystem", "message", "event", "kind", "inMessage")
 # A field whose name, lowercased without "-" and "_", holds one of these words, or ends in
