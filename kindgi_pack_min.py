@@ -4227,6 +4227,11 @@ class ToolContext:
                           if name not in ("secrets", "log"))
         return "ToolContext(%s)" % shown
 
+    def __reduce__(self):
+        """``copy.copy(ctx)``: a context with the same fields, as of the SDK's (its own setters
+        are refused, so the default way of copying a slotted object can't be used)."""
+        return type(self), tuple(getattr(self, name) for name in self.__slots__)
+
     @classmethod
     def for_test(cls, tenant_id="tenant-test", run_id="run-test", **kw):
         """A context for tests with placeholder ids."""

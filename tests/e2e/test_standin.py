@@ -121,7 +121,15 @@ def context_facts():
     return {"default": [default.tenant_id, default.run_id, default.request_id, dict(default.env),
                         default.cancellation.cancelled],
             "custom": [custom.tenant_id, custom.run_id, dict(custom.env), dict(custom.secrets)],
-            "repr": repr(custom)}
+            "repr": repr(custom),
+            "copied": copied_facts(custom)}
+
+
+def copied_facts(ctx):
+    import copy
+    copied = copy.copy(ctx)
+    return [type(copied) is ToolContext, copied.tenant_id, dict(copied.secrets),
+            copied.cancellation is ctx.cancellation, copied.log is ctx.log]
 
 
 @tool(description="A test tool.", id="surface", version="1.0.0", input={"type": "object"}, output={})
@@ -334,6 +342,7 @@ def test_tool_context_for_test(facts):
     c = facts["context"]
     assert c["default"] == ["tenant-test", "run-test", None, {}, False]
     assert c["custom"] == ["ten-x", "run-test", {"A": "1"}, {"apiKey": "sekrit-value"}]
+    assert c["copied"] == [True, "ten-x", {"apiKey": "sekrit-value"}, True, True]   # copy.copy, as of the SDK's
 
 
 def test_tool_context_repr_omits_secrets(facts):
