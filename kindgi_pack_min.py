@@ -4067,14 +4067,18 @@ class CallCancelled(Exception):
         self.reason = reason
 
 
-class NoopLogger:
-    """A logger with the SDK's surface that writes nothing."""
+class NoopLogger(PackLogger):
+    """A logger with the SDK's surface that writes nothing: a ``kindgi.log.Logger``, as the SDK's
+    ``noop_logger`` is one (``isinstance(ToolContext.for_test().log, Logger)``)."""
+
+    def __init__(self):
+        pass  # no records to write to
 
     def _log(*args, in_message=None, **kw):
         """Drop the record."""
         _log_arguments("log", args)
 
-    error = warn = info = debug = trace = _log
+    error = warn = warning = info = debug = trace = _log
 
     def child(self, bindings=None, **kw):
         """A child of a no-op logger is the same no-op logger."""

@@ -154,7 +154,8 @@ def surface(input, ctx):
         "context": context_facts(),
         "ctxType": isinstance(ctx, ToolContext),
         "typing": [isinstance(ctx.log, Logger), callable(noop_logger.info), scrub_text("Bearer x") == "Bearer " + REDACTED,
-                   isinstance(plain, Primitive), CancelReason is not None],
+                   isinstance(plain, Primitive), CancelReason is not None, isinstance(noop_logger, Logger),
+                   isinstance(ToolContext.for_test().log, Logger)],
     }
 
 
@@ -279,8 +280,9 @@ def test_submodules_offer_the_same_objects(facts):
 
 
 def test_names_packs_import_for_type_hints_and_masking(facts):
-    """``Logger``, ``noop_logger``, ``REDACTED``, ``scrub_text``, ``CancelReason``, ``Primitive``."""
-    assert facts["typing"] == [True, True, True, True, True]
+    """``Logger``, ``noop_logger``, ``REDACTED``, ``scrub_text``, ``CancelReason``, ``Primitive``; the
+    no-op logger a test's context gets is a ``Logger`` too, as the SDK's."""
+    assert facts["typing"] == [True, True, True, True, True, True, True]
 
 
 def test_definitions_are_tools_and_guardrails(facts):
