@@ -4517,9 +4517,19 @@ class _StandinRecord:
 
     def to_wire(self):
         """camelCase dict, None values dropped, extra fields kept, nested records too."""
-        wire = {_standin_camel(name): self.__dict__[name] for name, _, _ in self._fields}
-        wire.update(self.model_extra)
-        return {key: _standin_to_wire(value) for key, value in wire.items() if value is not None}
+        return self.model_dump(mode="json", by_alias=True, exclude_none=True)
+
+    def model_dump(self, *, mode="python", by_alias=False, exclude_none=False):
+        """The fields as a dict, extra fields after them, nested records as dicts too, as
+        pydantic's ``model_dump`` gives them; so a record in a handler's output or a check's
+        attributes is written as on the SDK.  ``by_alias``: camelCase names.  Values are kept as
+        they are in either ``mode``: writing JSON converts them as pydantic's JSON mode does."""
+        items = [(_standin_camel(name) if by_alias else name, self.__dict__[name]) for name, _, _ in self._fields]
+        items.extend(self.model_extra.items())
+        return {key: _standin_dumped(value, mode, by_alias, exclude_none) for key, value in items
+                if not (exclude_none and value is None)}
+
+    model_validate = from_wire   # pydantic's name for it
 
     def __eq__(self, other):
         if type(other) is not type(self):
@@ -4533,12 +4543,12 @@ class _StandinRecord:
         return "%s(%s)" % (type(self).__name__, shown)
 
 
-def _standin_to_wire(value):
-    """Wire form of a field value: records become dicts, lists map item-wise."""
+def _standin_dumped(value, mode, by_alias, exclude_none):
+    """A field value in a record's ``model_dump``: records become dicts, lists map item-wise."""
     if isinstance(value, _StandinRecord):
-        return value.to_wire()
+        return value.model_dump(mode=mode, by_alias=by_alias, exclude_none=exclude_none)
     if isinstance(value, list):
-        return [_standin_to_wire(item) for item in value]
+        return [_standin_dumped(item, mode, by_alias, exclude_none) for item in value]
     return value
 
 

@@ -165,6 +165,15 @@ def ok(config, trace: RunTrace):
     return CheckResult(passed=not calls, reason="saw %d calls" % len(calls), judge_response="none",
                        attributes={"run": trace.run_id, "extra": getattr(trace, "somethingNew", None)},
                        verdict="fine")
+
+
+@guardrail(id="records-back", on_violation="block")
+def records_back(config, trace: RunTrace):
+    """Hands the trace's own records back, as the SDK writes its models: by alias, extras kept."""
+    first = trace.tool_calls[0]
+    return CheckResult(passed=False, attributes={"calls": trace.tool_calls, "first": first,
+                                                 "dumped": first.model_dump(), "trace": RunTrace.model_validate(
+                                                     {"runId": "r2", "tenantId": "t"}).model_dump(exclude_none=True)})
 '''
 
 RESERVED = '''\
@@ -256,6 +265,7 @@ def service(module_launcher, tmp_path_factory):
     pack.tool("plain", "tools/surface.py")
     pack.tool("web", "tools/surface.py", spec={"kind": "http", "method": "GET"})
     pack.guardrail("ok", "tools/surface.py", check_id="surface-check")
+    pack.guardrail("records-back", "tools/surface.py")
     service = module_launcher.spawn(["-S", SERVICE, "--index", pack.write()], env=service_env())
     assert service.wait_listening(), "\n".join(service.raw_stderr)
     return service
@@ -388,6 +398,17 @@ def test_check_with_check_result_and_run_trace(service):
     assert service.call_check("surface-check", trace=trace).json == {"v": 2, "kind": "check-result", "result": {
         "passed": False, "reason": "saw 1 calls", "judgeResponse": "none",
         "attributes": {"run": "r-9", "extra": 5}, "verdict": "fine"}}
+
+
+def test_a_check_may_hand_back_the_traces_records(service):
+    """Records in a check's result are written as the SDK's pydantic models are: camelCase names,
+    extra fields kept; ``model_dump`` and ``model_validate`` work as theirs."""
+    trace = {"runId": "r-9", "tenantId": "t", "toolCalls": [{"toolId": "a", "toolName": "A", "at": "x", "new": 1}]}
+    call = {"toolId": "a", "toolName": "A", "arguments": {}, "at": "x", "new": 1}
+    assert service.call_check("records-back", trace=trace).json["result"] == {"passed": False, "attributes": {
+        "calls": [call], "first": call, "dumped": {"tool_id": "a", "tool_name": "A", "arguments": {}, "at": "x", "new": 1},
+        "trace": {"run_id": "r2", "tenant_id": "t", "tool_calls": [], "tool_results": [], "model_calls": [],
+                  "mode": "runtime"}}}
 
 
 # -- what the stand-in refuses at boot -----------------------------------------------------
