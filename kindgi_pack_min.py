@@ -3965,6 +3965,21 @@ def out_of_threads_at_boot(records):
     return 1
 
 
+def write_out(text):
+    """``--help`` and ``--version``: ``text`` on stdout, exit code 0; a stdout that is closed or
+    takes no writes (``>/dev/full``) is one line on stderr and 1, not a traceback."""
+    try:
+        sys.stdout.write(text)
+        sys.stdout.flush()
+        return 0
+    except (AttributeError, OSError) as exc:   # None when closed at start
+        sys.stderr.write("kindgi_pack_min: cannot write to stdout: %s\n"
+                         % ("it is closed" if sys.stdout is None else exc))
+        if sys.stdout is not None:   # what it still holds goes nowhere: the exit's flush would fail again, aloud
+            os.dup2(os.open(os.devnull, os.O_WRONLY), 1)
+        return 1
+
+
 def main(argv=None):
     """Run the service; returns the exit code (boot failures are 1)."""
     argv = list(sys.argv if argv is None else argv)
@@ -3979,12 +3994,10 @@ def main(argv=None):
     lifecycle = Lifecycle()
     config, problems = read_config(argv[1:], os.environ, receive_handoff(os.environ))
     if config.action == "help":
-        sys.stdout.write(USAGE)
-        return 0
+        return write_out(USAGE)
     if config.action == "version":
-        sys.stdout.write("kindgi-pack-min %s (Pack protocol v%d, schema %s)\n"
+        return write_out("kindgi-pack-min %s (Pack protocol v%d, schema %s)\n"
                          % (__version__, PROTOCOL, PROTOCOL_SCHEMA_VERSION))
-        return 0
     records = make_records(config)
     records.token = config.token
     if lifecycle.thread is None:

@@ -101,6 +101,19 @@ def test_version():
     assert errors == ""
 
 
+@pytest.mark.parametrize("flag", ["--help", "--version"])
+@pytest.mark.parametrize("stdout", ["closed", "full"])
+def test_help_and_version_to_a_stdout_that_takes_nothing_say_so_in_one_line(flag, stdout):
+    with open(os.devnull if stdout == "closed" else "/dev/full", "wb") as target:
+        done = subprocess.run([PYTHON, str(SERVICE), flag], env=service_env(token=None), stdin=subprocess.DEVNULL,
+                              stdout=target, stderr=subprocess.PIPE, timeout=30,
+                              preexec_fn=(lambda: os.close(1)) if stdout == "closed" else None)
+    errors = done.stderr.decode("utf-8")
+    assert done.returncode == 1
+    assert errors == "kindgi_pack_min: cannot write to stdout: %s\n" % (
+        "it is closed" if stdout == "closed" else "[Errno 28] No space left on device"), errors
+
+
 # -- config-invalid ------------------------------------------------------------------------
 
 def test_every_config_problem_at_once(launcher):
