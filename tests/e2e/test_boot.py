@@ -202,7 +202,7 @@ def test_an_index_on_a_pipe_is_read_once(launcher, tmp_path):
     pack = echo_pack(tmp_path)
     pack.env = {"required": [], "optional": ["KEPT"]}
     index = pack.write()
-    pipe_in = ["bash", "-c", 'cat "$0" | exec "$@"', str(index)]
+    pipe_in = ["bash", "-c", 'exec "$@" < <(cat "$0")', str(index)]   # the service itself, its stdin a pipe
     service = launcher.start("/dev/stdin", env={"KEPT": "yes", "DROPPED": "no"}, prefix=pipe_in,
                              args=["--module-root", str(tmp_path)], expect_listening=False)
     assert service.wait_listening(), service.raw_stderr
