@@ -3980,8 +3980,23 @@ def write_out(text):
         return 1
 
 
+def leave(code, limits):
+    """End the process with ``code`` once pack modules may have loaded (``boot-failed``,
+    ``check-passed``, a port in use): their ``atexit`` handlers run, for ``limits.exit_handlers`` at
+    most, then ``os._exit``.  A normal exit would wait for every thread a module left running (a
+    worker, a scheduler), for ever: the failed boot or the passed check would never end."""
+    Lifecycle._run_exit_handlers(limits.exit_handlers)
+    for stream in (sys.stdout, sys.stderr):
+        try:
+            stream.flush()
+        except Exception:
+            pass  # a closed or broken stream: nothing left to say
+    os._exit(code)
+
+
 def main(argv=None):
-    """Run the service; returns the exit code (boot failures are 1)."""
+    """Run the service; returns the exit code of what ends before pack code loads (``--help``,
+    ``config-invalid``), and leaves by ``leave`` after that (boot failures are 1)."""
     argv = list(sys.argv if argv is None else argv)
     if argv[1:2] == ["index"]:   # build an index instead (kindgi_pack_index.py): Ctrl-C as usual
         signal.pthread_sigmask(signal.SIG_UNBLOCK, STOP_SIGNALS)
@@ -3990,7 +4005,7 @@ def main(argv=None):
         except ImportError as exc:
             sys.stderr.write("kindgi_pack_min index: %s: put kindgi_pack_index.py beside this file\n" % exc)
             return 1
-        return kindgi_pack_index.main(argv[2:], sys.modules[__name__])
+        leave(kindgi_pack_index.main(argv[2:], sys.modules[__name__]), Limits())   # it imports the pack's modules
     lifecycle = Lifecycle()
     config, problems = read_config(argv[1:], os.environ, receive_handoff(os.environ))
     if config.action == "help":
@@ -4021,18 +4036,18 @@ def main(argv=None):
     except BootFailed as exc:
         records.write("error", "The pack service failed to boot", event="boot-failed", always=True,   # pack code's
                       fields={"problems": [scrub_text(problem, records.token) for problem in exc.problems]})
-        return 1
+        leave(1, config.limits)
     raw = None   # hashed and parsed: the index's bytes are not kept while serving
     lifecycle.take_back_signals()
     if config.check_only:
         lifecycle.checking = False   # done: a signal from now on stops a check that passed
         records.write("info", "The pack boots: %d tools, %d checks" % (len(pack.index.tools), len(pack.index.checks)),
                       event="check-passed", always=True)
-        return 0
+        leave(0, config.limits)
     service = PackService(config, records, pack, kindgi, missing)
     if not service.keep_the_boot_event_loop():
-        return out_of_threads_at_boot(records)
-    return serve(config, records, service, lifecycle)
+        leave(out_of_threads_at_boot(records), config.limits)
+    leave(serve(config, records, service, lifecycle), config.limits)
 
 
 # ---------------------------------------------------------------------------

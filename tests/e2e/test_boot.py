@@ -333,6 +333,24 @@ def test_every_import_error_is_a_problem(launcher, tmp_path):
     assert problems[6].startswith("syntax: ")
 
 
+LEAVES_A_THREAD = '''
+import threading, time
+threading.Thread(target=time.sleep, args=(3600,), name="pack worker").start()   # not a daemon
+''' + ECHO
+
+
+def test_a_failed_boot_ends_though_a_module_left_a_thread_running(launcher, tmp_path):
+    """A module that loaded started a worker that never ends, another failed: exit 1 at once. A
+    normal exit waited for the worker for ever."""
+    pack = PackWriter(tmp_path)
+    pack.module("tools/worker.py", LEAVES_A_THREAD)
+    pack.module("tools/broken.py", "raise ImportError('broken on purpose')\n")
+    pack.tool("echo", "tools/worker.py").tool("broken", "tools/broken.py")
+    code, service = launcher.run(["--index", pack.write()], timeout=15)
+    assert code == 1
+    assert only_record(service, "boot-failed")["problems"] == ["broken: broken on purpose"]
+
+
 def test_secrets_in_an_import_error_are_masked(launcher, tmp_path):
     """The problem is pack code's text: masked as its records are, as the official service masks it."""
     pack = echo_pack(tmp_path)

@@ -161,3 +161,18 @@ def test_a_check_stopped_before_its_end_does_not_pass(launcher, tmp_path, signum
     os.kill(service.proc.pid, signum)
     assert service.wait_exit(CHECK_SECONDS) == 1
     assert [(r["kind"], r["message"]) for r in service.records] == [("stopped", "Stopped before the check finished")]
+
+
+def test_a_check_ends_though_a_module_left_a_thread_running(launcher, tmp_path):
+    """A worker a module starts at import (not a daemon) held the exit after ``check-passed`` for ever."""
+    pack = good_pack(tmp_path)
+    pack.module("tools/worker.py", "import threading, time\n"
+                                   "from kindgi import tool\n"
+                                   "threading.Thread(target=time.sleep, args=(3600,)).start()\n"
+                                   "@tool(description='A test tool.', input={'type': 'object'}, output={}, id='worker')\n"
+                                   "def worker(input):\n"
+                                   "    return input\n")
+    pack.tool("worker", "tools/worker.py")
+    code, checked = run_check(launcher, pack.write())
+    assert code == 0, checked.raw_stderr
+    assert [r["kind"] for r in checked.records] == ["check-passed"]
