@@ -5129,6 +5129,21 @@ def _standin_guardrail(*, id, kind="zero-llm", on_violation=None, action=None, n
     return decorate
 
 
+def _standin_public(fn, name):
+    """``fn`` under the SDK's name for it, so that calling it wrongly (``@tool()`` without an id)
+    raises the TypeError the SDK's raises, ``tool() missing ...``: a boot problem, and the
+    indexer's file error, read as the SDK's.  Python 3.6 and 3.7: a code object has no
+    ``replace()``, and the message keeps this module's name."""
+    fn.__name__ = fn.__qualname__ = name
+    if hasattr(fn.__code__, "replace"):
+        fn.__code__ = fn.__code__.replace(co_name=name)
+
+
+for _name, _fn in (("tool", _standin_tool), ("http_tool", _standin_http_tool), ("guardrail", _standin_guardrail)):
+    _standin_public(_fn, _name)
+del _name, _fn
+
+
 # --- Agents and flows (data only) -------------------------------------------
 
 class _StandinDefinition(_StandinData):
