@@ -216,6 +216,7 @@ __version__ = "0.2.0"
 PROTOCOL = 2
 PROTOCOL_SCHEMA_VERSION = "2.7.0"
 MAX_BODY = 10 * 1024 * 1024          # 10 MiB; exactly this much is accepted
+MAX_INDEX_BYTES = 64 * 1024 * 1024   # the pack index file (read_index)
 MAX_CHUNK_FRAMING = 1024 * 1024      # chunk-size lines and extensions of one chunked body
 MAX_PARSE_BYTES = 56 * 1024 * 1024   # memory one body's JSON may take once parsed (json_parse_cost)
 MEMORY_BUDGET = 256 * 1024 * 1024    # bodies and their parsed JSON, all requests at once (memory_budget)
@@ -237,6 +238,7 @@ MAX_CALLER_TEXT = 1024               # characters of a caller's string in a reco
 RECORD_BATCH_SECONDS = 0.02          # how long a record may wait to be written with others
 MAX_WAITING_RECORDS = 4096           # beyond these, records are written by the thread making them
 MAX_BATCHED_RECORD = 4096            # longer records are written at once
+STUCK_STDERR_SECONDS = 1.0           # once serving, how long a record waits for a stuck stderr before it is dropped
 PIPE_WRITE = 4096                    # a pipe never splits a write this long (PIPE_BUF on Linux; POSIX: 512+)
 JSON_CONTENT_TYPE = "application/json; charset=utf-8"
 BIG_ANSWER = 64 * 1024               # a longer answer body goes out in a write of its own, not copied after its head
@@ -300,7 +302,12 @@ def start_thread(target, name, *args):
 
 LEVELS = ("error", "warn", "info", "debug", "trace")
 SEVERITY = {"error": "ERROR", "warn": "WARNING", "info": "INFO", "debug": "DEBUG", "trace": "DEBUG"}
-CORRELATION_KEYS = ("traceId", "spanId", "requestId", "tenantId", "projectId", "orgId", "runId", "toolId")
+# Correlation ids, first after the fixed keys, in this order, wherever a record has them: the
+# service's own (the first two and the requestId to toolId run), and the others the SDK's logger
+# puts there too when pack code logs them.
+CORRELATION_KEYS = ("traceId", "spanId", "runTraceId", "requestId", "tenantId", "projectId", "orgId", "runId",
+                    "parentRunId", "agentId", "agentVersion", "flowId", "flowVersion", "toolId",
+                    "conversationId", "approvalId")
 # Names a pack's field can't take in its record: they go under "fields" instead.
 RESERVED_KEYS = ("time", "level", "severity", "subsystem", "message", "event", "kind", "inMessage")
 # A field whose name, lowercased without "-" and "_", holds one of these words, or ends in
@@ -469,6 +476,8 @@ class Records:
         self.waiting = []              # encoded records for the writer thread, in order
         self.wake_writer = threading.Event()
         self.writer = None             # the writer thread, once start_writer() has run
+        self.stuck = False             # a record waited STUCK_STDERR_SECONDS in vain: drop the next at once
+        self.dropped = 0               # records dropped so, for the writer thread to report
 
     def enabled(self, level, subsystem="pack"):
         try:
@@ -552,7 +561,15 @@ class Records:
             if not self.wake_writer.is_set():
                 self.wake_writer.set()
             return
-        if not self.lock.acquire(timeout=lock_timeout):
+        if self.writer is not None and not at_once and lock_timeout < 0:
+            # Serving: a stderr nobody reads (a log collector that stopped) must not hold up the
+            # answer of every call that makes a record, for ever.  The record is dropped, and
+            # counted: the writer thread reports the count once stderr takes its writes again.
+            if not self.lock.acquire(timeout=0 if self.stuck else STUCK_STDERR_SECONDS):
+                self.stuck = True
+                self.dropped += 1
+                return
+        elif not self.lock.acquire(timeout=lock_timeout):
             return self._write_all(b"\n" + data)   # stderr is stuck mid-record: last words on their own line
         try:
             self._write_waiting()
@@ -584,6 +601,11 @@ class Records:
             self.wake_writer.clear()           # before taking it: a record added later wakes the next round
             with self.lock:
                 self._write_waiting()
+            self.stuck = False
+            dropped, self.dropped = self.dropped, 0
+            if dropped:
+                self.write("warn", "%d records were dropped: stderr took no writes for a while" % dropped,
+                           event="records-dropped", fields={"count": dropped})
 
     def _write_waiting(self):
         """Write the records waiting for the writer thread; the caller holds the lock.
@@ -650,6 +672,8 @@ class PackLogger:
 
     def __init__(self, records, subsystem="pack", bindings=None):
         self._records = records
+        if not isinstance(subsystem, str) or subsystem == "":   # None, "" or 5: "root", as the SDK's logger takes them
+            subsystem = "root"
         self._subsystem = field_name(subsystem, records.token)
         self._bindings = dict(bindings or {})
 
@@ -998,22 +1022,40 @@ def kept_by_filter(name, declared):
     return name in declared or name in KEPT_NAMES or name.startswith(KEPT_PREFIXES)
 
 
-def declared_env_names(index_path):
-    """The env names the index declares, or None when the index can't be read for them.
+def read_index(path):
+    """The index file's bytes, or the problem that fails the boot (a str).
+
+    Read once, for the env filter and the boot both: a pipe (``--index <(...)``)
+    can be read only once, and a file replaced between two reads would give the
+    filter another index's names.  At most MAX_INDEX_BYTES: a device such as
+    /dev/zero would take all the memory there is, with the stop signals held.
+    """
+    try:
+        with open(path, "rb") as f:
+            raw = f.read(MAX_INDEX_BYTES + 1)
+    except OSError as exc:
+        return "Cannot read the pack index: %s" % exc
+    if len(raw) > MAX_INDEX_BYTES:
+        return "Cannot read the pack index: %s is larger than %d MiB" % (path, MAX_INDEX_BYTES >> 20)
+    return raw
+
+
+def declared_env_names(raw):
+    """The env names the index (its bytes, from ``read_index``) declares, or None when they can't
+    be read from it.
 
     A broken index fails the boot later, with a problem that names it.
     """
     try:
-        with open(index_path, "rb") as f:
-            env = json.loads(f.read()).get("env") or {}
+        env = json.loads(raw).get("env") or {}
         return set(env.get("required") or ()) | set(env.get("optional") or ())
-    except (OSError, ValueError, RecursionError, AttributeError, TypeError):
+    except (ValueError, RecursionError, AttributeError, TypeError):
         return None
 
 
-def hidden_names(config, environ):
+def hidden_names(config, environ, raw):
     """Return ``(hidden, dropped)``: every name pack code must not see, and the filter's, sorted."""
-    declared = declared_env_names(config.index_path) if config.env_filter else None
+    declared = declared_env_names(raw) if config.env_filter else None
     dropped = [] if declared is None else sorted(
         name for name in environ if name != TOKEN_VAR and not kept_by_filter(name, declared))
     return dropped + [TOKEN_VAR] * (TOKEN_VAR in environ), dropped
@@ -1083,9 +1125,9 @@ def reexec_with(handoff, argv):
         os.close(read_end)
 
 
-def hide_secrets(config, argv, records):
+def hide_secrets(config, argv, records, raw):
     """Put the token and undeclared variables out of pack code's reach; return the dropped names."""
-    hidden, dropped = hidden_names(config, os.environ)
+    hidden, dropped = hidden_names(config, os.environ, raw)
     forget_variables(hidden)
     if scrub_environ_block(hidden):
         return dropped
@@ -2596,9 +2638,11 @@ def threaded_child_watcher():
 
 
 def _cancelled_by_us(call, exc):
-    """The call's own cancellation stopped its async task: nobody is waiting for an answer."""
+    """The service ended the call (its deadline, its caller gone, the drain) and stopped its async
+    task: nobody is waiting for an answer.  Asked of the call's outcome, not of its cancellation,
+    which pack code may fire itself: its ``CancelledError`` then is a throw, to be answered."""
     asyncio = sys.modules.get("asyncio")
-    return asyncio is not None and isinstance(exc, asyncio.CancelledError) and call.cancellation.cancelled
+    return asyncio is not None and isinstance(exc, asyncio.CancelledError) and call.outcome in CANCELLING
 
 
 def call_tool(call):
@@ -3507,6 +3551,7 @@ class Lifecycle:
         self.records = None
         self.service = None            # set once `listening` is said: from then on a signal drains
         self.signalled = False
+        self.checking = False          # --check: a stop before its end is a check that did not pass
         self.lock = threading.Lock()   # orders ``listening`` and ``stopped``
         self.exit_handlers_once = threading.Lock()   # taken by the first stop, which runs them
         self.wake_r, self.wake_w = os.pipe()
@@ -3594,7 +3639,7 @@ class Lifecycle:
             self.signalled = True            # serve() checks it under the lock before it says `listening`
             self.lock.release()
         if self.service is None:
-            self.stop(0)
+            self.stop(1 if self.checking else 0)
         if start_thread(self._drain, "drain") is None:
             self._drain()   # here, then: a second signal waits for the drain's end
         self._next_stop_signal()
@@ -3646,7 +3691,8 @@ class Lifecycle:
 
     def _last_words(self):
         if self.records is not None:
-            self.records.write("info", "Stopped", event="stopped", always=True, lock_timeout=0.5)
+            self.records.write("info", "Stopped before the check finished" if self.checking else "Stopped",
+                               event="stopped", always=True, lock_timeout=0.5)
         for stream in (sys.stdout, sys.stderr):
             try:
                 stream.flush()
@@ -3872,17 +3918,15 @@ class BootFailed(Exception):
         self.problems = problems
 
 
-def boot(config, records, dropped):
-    """Read the index, check the modules, report the env, import everything.
+def boot(config, records, dropped, raw):
+    """Check the index (its bytes, or the problem reading it), the modules, report the env,
+    import everything.
 
     Returns ``(pack, kindgi, missing_env)``; raises ``BootFailed`` with every
     problem found.
     """
-    try:
-        with open(config.index_path, "rb") as f:
-            raw = f.read()
-    except OSError as exc:
-        raise BootFailed(["Cannot read the pack index: %s" % exc])
+    if isinstance(raw, str):
+        raise BootFailed([raw])
     try:
         index = Index(raw)
     except IndexProblem as exc:
@@ -3945,8 +3989,38 @@ def out_of_threads_at_boot(records):
     return 1
 
 
+def write_out(text):
+    """``--help`` and ``--version``: ``text`` on stdout, exit code 0; a stdout that is closed or
+    takes no writes (``>/dev/full``) is one line on stderr and 1, not a traceback."""
+    try:
+        sys.stdout.write(text)
+        sys.stdout.flush()
+        return 0
+    except (AttributeError, OSError) as exc:   # None when closed at start
+        sys.stderr.write("kindgi_pack_min: cannot write to stdout: %s\n"
+                         % ("it is closed" if sys.stdout is None else exc))
+        if sys.stdout is not None:   # what it still holds goes nowhere: the exit's flush would fail again, aloud
+            os.dup2(os.open(os.devnull, os.O_WRONLY), 1)
+        return 1
+
+
+def leave(code, limits):
+    """End the process with ``code`` once pack modules may have loaded (``boot-failed``,
+    ``check-passed``, a port in use): their ``atexit`` handlers run, for ``limits.exit_handlers`` at
+    most, then ``os._exit``.  A normal exit would wait for every thread a module left running (a
+    worker, a scheduler), for ever: the failed boot or the passed check would never end."""
+    Lifecycle._run_exit_handlers(limits.exit_handlers)
+    for stream in (sys.stdout, sys.stderr):
+        try:
+            stream.flush()
+        except Exception:
+            pass  # a closed or broken stream: nothing left to say
+    os._exit(code)
+
+
 def main(argv=None):
-    """Run the service; returns the exit code (boot failures are 1)."""
+    """Run the service; returns the exit code of what ends before pack code loads (``--help``,
+    ``config-invalid``), and leaves by ``leave`` after that (boot failures are 1)."""
     argv = list(sys.argv if argv is None else argv)
     if argv[1:2] == ["index"]:   # build an index instead (kindgi_pack_index.py): Ctrl-C as usual
         signal.pthread_sigmask(signal.SIG_UNBLOCK, STOP_SIGNALS)
@@ -3955,16 +4029,14 @@ def main(argv=None):
         except ImportError as exc:
             sys.stderr.write("kindgi_pack_min index: %s: put kindgi_pack_index.py beside this file\n" % exc)
             return 1
-        return kindgi_pack_index.main(argv[2:], sys.modules[__name__])
+        leave(kindgi_pack_index.main(argv[2:], sys.modules[__name__]), Limits())   # it imports the pack's modules
     lifecycle = Lifecycle()
     config, problems = read_config(argv[1:], os.environ, receive_handoff(os.environ))
     if config.action == "help":
-        sys.stdout.write(USAGE)
-        return 0
+        return write_out(USAGE)
     if config.action == "version":
-        sys.stdout.write("kindgi-pack-min %s (Pack protocol v%d, schema %s)\n"
+        return write_out("kindgi-pack-min %s (Pack protocol v%d, schema %s)\n"
                          % (__version__, PROTOCOL, PROTOCOL_SCHEMA_VERSION))
-        return 0
     records = make_records(config)
     records.token = config.token
     if lifecycle.thread is None:
@@ -3978,24 +4050,28 @@ def main(argv=None):
         gc.disable()
     # Signals are still held here: one that comes while the secrets are hidden waits, and across
     # a re-exec it waits for the new image, which acts on it (a held signal survives execve).
-    dropped = config.dropped if config.dropped is not None else hide_secrets(config, argv, records)
+    raw = read_index(config.index_path)
+    dropped = config.dropped if config.dropped is not None else hide_secrets(config, argv, records, raw)
+    lifecycle.checking = config.check_only
     lifecycle.take_signals(records)
     line_buffered_output(utf8_in_the_c_locale())
     try:
-        pack, kindgi, missing = boot(config, records, dropped)
+        pack, kindgi, missing = boot(config, records, dropped, raw)
     except BootFailed as exc:
         records.write("error", "The pack service failed to boot", event="boot-failed", always=True,   # pack code's
                       fields={"problems": [scrub_text(problem, records.token) for problem in exc.problems]})
-        return 1
+        leave(1, config.limits)
+    raw = None   # hashed and parsed: the index's bytes are not kept while serving
     lifecycle.take_back_signals()
     if config.check_only:
+        lifecycle.checking = False   # done: a signal from now on stops a check that passed
         records.write("info", "The pack boots: %d tools, %d checks" % (len(pack.index.tools), len(pack.index.checks)),
                       event="check-passed", always=True)
-        return 0
+        leave(0, config.limits)
     service = PackService(config, records, pack, kindgi, missing)
     if not service.keep_the_boot_event_loop():
-        return out_of_threads_at_boot(records)
-    return serve(config, records, service, lifecycle)
+        leave(out_of_threads_at_boot(records), config.limits)
+    leave(serve(config, records, service, lifecycle), config.limits)
 
 
 # ---------------------------------------------------------------------------
@@ -4043,14 +4119,18 @@ class CallCancelled(Exception):
         self.reason = reason
 
 
-class NoopLogger:
-    """A logger with the SDK's surface that writes nothing."""
+class NoopLogger(PackLogger):
+    """A logger with the SDK's surface that writes nothing: a ``kindgi.log.Logger``, as the SDK's
+    ``noop_logger`` is one (``isinstance(ToolContext.for_test().log, Logger)``)."""
+
+    def __init__(self):
+        pass  # no records to write to
 
     def _log(*args, in_message=None, **kw):
         """Drop the record."""
         _log_arguments("log", args)
 
-    error = warn = info = debug = trace = _log
+    error = warn = warning = info = debug = trace = _log
 
     def child(self, bindings=None, **kw):
         """A child of a no-op logger is the same no-op logger."""
@@ -4202,6 +4282,11 @@ class ToolContext:
         shown = ", ".join("%s=%r" % (name, getattr(self, name)) for name in self.__slots__
                           if name not in ("secrets", "log"))
         return "ToolContext(%s)" % shown
+
+    def __reduce__(self):
+        """``copy.copy(ctx)``: a context with the same fields, as of the SDK's (its own setters
+        are refused, so the default way of copying a slotted object can't be used)."""
+        return type(self), tuple(getattr(self, name) for name in self.__slots__)
 
     @classmethod
     def for_test(cls, tenant_id="tenant-test", run_id="run-test", **kw):
@@ -4463,6 +4548,20 @@ class _StandinRecord:
             return extra[name]
         raise AttributeError("%r object has no attribute %r" % (type(self).__name__, name))
 
+    def __setattr__(self, name, value):
+        """A declared field or a private name is set as is; any other name is an extra field, as
+        pydantic keeps it for a model that allows extras, so ``to_wire`` carries it."""
+        if name.startswith("_") or any(name == field for field, _, _ in self._fields):
+            self.__dict__[name] = value
+        else:
+            self.model_extra[name] = value
+
+    def __delattr__(self, name):
+        if name in self.__dict__.get("model_extra", {}):
+            del self.model_extra[name]
+        else:
+            object.__delattr__(self, name)
+
     def _standin_items(self):
         """(name, value) for declared fields then extra fields."""
         items = [(name, self.__dict__[name]) for name, _, _ in self._fields]
@@ -4470,9 +4569,19 @@ class _StandinRecord:
 
     def to_wire(self):
         """camelCase dict, None values dropped, extra fields kept, nested records too."""
-        wire = {_standin_camel(name): self.__dict__[name] for name, _, _ in self._fields}
-        wire.update(self.model_extra)
-        return {key: _standin_to_wire(value) for key, value in wire.items() if value is not None}
+        return self.model_dump(mode="json", by_alias=True, exclude_none=True)
+
+    def model_dump(self, *, mode="python", by_alias=False, exclude_none=False):
+        """The fields as a dict, extra fields after them, nested records as dicts too, as
+        pydantic's ``model_dump`` gives them; so a record in a handler's output or a check's
+        attributes is written as on the SDK.  ``by_alias``: camelCase names.  Values are kept as
+        they are in either ``mode``: writing JSON converts them as pydantic's JSON mode does."""
+        items = [(_standin_camel(name) if by_alias else name, self.__dict__[name]) for name, _, _ in self._fields]
+        items.extend(self.model_extra.items())
+        return {key: _standin_dumped(value, mode, by_alias, exclude_none) for key, value in items
+                if not (exclude_none and value is None)}
+
+    model_validate = from_wire   # pydantic's name for it
 
     def __eq__(self, other):
         if type(other) is not type(self):
@@ -4486,12 +4595,12 @@ class _StandinRecord:
         return "%s(%s)" % (type(self).__name__, shown)
 
 
-def _standin_to_wire(value):
-    """Wire form of a field value: records become dicts, lists map item-wise."""
+def _standin_dumped(value, mode, by_alias, exclude_none):
+    """A field value in a record's ``model_dump``: records become dicts, lists map item-wise."""
     if isinstance(value, _StandinRecord):
-        return value.to_wire()
+        return value.model_dump(mode=mode, by_alias=by_alias, exclude_none=exclude_none)
     if isinstance(value, list):
-        return [_standin_to_wire(item) for item in value]
+        return [_standin_dumped(item, mode, by_alias, exclude_none) for item in value]
     return value
 
 
@@ -5049,6 +5158,21 @@ def _standin_guardrail(*, id, kind="zero-llm", on_violation=None, action=None, n
             is_async=_standin_is_async(check), sandbox=sandbox, limits=limits, network=network,
             module=check.__module__, _config_adapter=adapter)
     return decorate
+
+
+def _standin_public(fn, name):
+    """``fn`` under the SDK's name for it, so that calling it wrongly (``@tool()`` without an id)
+    raises the TypeError the SDK's raises, ``tool() missing ...``: a boot problem, and the
+    indexer's file error, read as the SDK's.  Python 3.6 and 3.7: a code object has no
+    ``replace()``, and the message keeps this module's name."""
+    fn.__name__ = fn.__qualname__ = name
+    if hasattr(fn.__code__, "replace"):
+        fn.__code__ = fn.__code__.replace(co_name=name)
+
+
+for _name, _fn in (("tool", _standin_tool), ("http_tool", _standin_http_tool), ("guardrail", _standin_guardrail)):
+    _standin_public(_fn, _name)
+del _name, _fn
 
 
 # --- Agents and flows (data only) -------------------------------------------

@@ -39,6 +39,22 @@ def refusal(action):
 OBJECT = {"type": "object"}
 
 
+@pytest.mark.skipif(sys.version_info < (3, 8), reason="Python 3.6 and 3.7 name a function by its code object")
+@pytest.mark.parametrize("name, call, message", [
+    ("tool", lambda kindgi: kindgi.tool(description="x"), "tool() missing 1 required keyword-only argument: 'id'"),
+    ("guardrail", lambda kindgi: kindgi.guardrail(on_violation="block"),
+     "guardrail() missing 1 required keyword-only argument: 'id'"),
+    ("http_tool", lambda kindgi: kindgi.http_tool("h"), "http_tool() takes 0 positional arguments but 1 was given"),
+    ("tool", lambda kindgi: kindgi.tool(id="x", bogus=1), "tool() got an unexpected keyword argument 'bogus'"),
+])
+def test_called_wrongly_the_decorators_raise_the_sdks_type_error(kindgi, name, call, message):
+    """A boot problem, and the indexer's file error, say ``tool()`` as the SDK's do."""
+    with pytest.raises(TypeError) as raised:
+        call(kindgi)
+    assert str(raised.value) == message
+    assert getattr(kindgi, name).__name__ == name
+
+
 def test_a_tool_carries_what_the_index_lists(kindgi):
     @kindgi.tool(id="t", version="1.2.3", input=OBJECT, output={}, effects=[{"kind": "reads"}], mutating=False,
                  needs_approval_when_unattended=True, needs=[{"kind": "secret"}], needs_spec={"a": 1},

@@ -638,6 +638,19 @@ def test_a_log_call_takes_a_message_and_fields_by_position_and_any_name_by_keywo
         1, "s", {"level": "l", "message": "n"}, ["a"])
 
 
+def test_a_subsystem_that_is_not_a_non_empty_string_is_root(pipe_records):
+    """As the SDK's logger takes ``child(subsystem=None)``, ``get_logger("")``: never an empty or
+    made-up subsystem."""
+    make, lines = pipe_records
+    records = make()
+    logger = kpm.PackLogger(records, "pack.tool")
+    for subsystem in (None, "", 5):
+        logger.child(subsystem=subsystem).info("m")
+    kpm.PackLogger(records, "").info("m")
+    logger.child(subsystem="mine").info("m")
+    assert [json.loads(line)["subsystem"] for line in lines(records)] == ["root"] * 4 + ["mine"]
+
+
 # -- configuration -------------------------------------------------------------
 
 def test_every_configuration_problem_at_once():

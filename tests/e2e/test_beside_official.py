@@ -71,6 +71,8 @@ def logs(input, ctx):
     ctx.log.info("stated", {"a": 1, "b": "two"}, in_message=["a", "missing"])
     ctx.log.child({"component": "db"}).info("from a child", {"q": 1})
     get_logger().info("from get_logger", {"r": 2})
+    ctx.log.info("correlated", {"zeta": 1, "approvalId": "ap", "agentId": "ag", "flowVersion": "1.0.0",
+                                "conversationId": "cv", "runTraceId": "rt", "parentRunId": "pr"})
     return {}
 
 
@@ -184,7 +186,7 @@ def test_a_dict_check_result_becomes_the_same_json(both):
 
 
 @pytest.mark.parametrize("tool_id, messages", [
-    ("logs", ["noted", "stated", "from a child", "from get_logger"]),
+    ("logs", ["noted", "stated", "from a child", "from get_logger", "correlated"]),
     ("secrets", ["masked Bearer [redacted], postgres://app:***@db/x", "shapes", "from a bound subsystem"]),
 ])
 def test_pack_code_writes_the_same_records(both, tool_id, messages):

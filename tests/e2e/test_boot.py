@@ -101,6 +101,19 @@ def test_version():
     assert errors == ""
 
 
+@pytest.mark.parametrize("flag", ["--help", "--version"])
+@pytest.mark.parametrize("stdout", ["closed", "full"])
+def test_help_and_version_to_a_stdout_that_takes_nothing_say_so_in_one_line(flag, stdout):
+    with open(os.devnull if stdout == "closed" else "/dev/full", "wb") as target:
+        done = subprocess.run([PYTHON, str(SERVICE), flag], env=service_env(token=None), stdin=subprocess.DEVNULL,
+                              stdout=target, stderr=subprocess.PIPE, timeout=30,
+                              preexec_fn=(lambda: os.close(1)) if stdout == "closed" else None)
+    errors = done.stderr.decode("utf-8")
+    assert done.returncode == 1
+    assert errors == "kindgi_pack_min: cannot write to stdout: %s\n" % (
+        "it is closed" if stdout == "closed" else "[Errno 28] No space left on device"), errors
+
+
 # -- config-invalid ------------------------------------------------------------------------
 
 def test_every_config_problem_at_once(launcher):
@@ -176,6 +189,26 @@ def test_missing_index_file(launcher, tmp_path):
     assert len(problems) == 1
     assert problems[0].startswith("Cannot read the pack index: ")
     assert "nowhere.json" in problems[0]
+
+
+def test_an_index_larger_than_64_mib_is_a_problem_not_all_the_memory(launcher):
+    """/dev/zero never ends: read whole, it took the machine's memory, the stop signals held."""
+    problems = boot_problems(launcher, "/dev/zero")
+    assert problems == ["Cannot read the pack index: /dev/zero is larger than 64 MiB"]
+
+
+def test_an_index_on_a_pipe_is_read_once(launcher, tmp_path):
+    """As ``--index <(...)`` or ``--index /dev/stdin`` give it: the env filter's read took it all, and
+    the boot then found the pipe empty ("not valid JSON")."""
+    pack = echo_pack(tmp_path)
+    pack.env = {"required": [], "optional": ["KEPT"]}
+    index = pack.write()
+    pipe_in = ["bash", "-c", 'exec "$@" < <(cat "$0")', str(index)]   # the service itself, its stdin a pipe
+    service = launcher.start("/dev/stdin", env={"KEPT": "yes", "DROPPED": "no"}, prefix=pipe_in,
+                             args=["--module-root", str(tmp_path)], expect_listening=False)
+    assert service.wait_listening(), service.raw_stderr
+    assert service.call_tool("echo", {"n": 1}).json["output"] == {"n": 1}
+    assert service.records_of("env-dropped")[0]["names"] == ["DROPPED"]
 
 
 @pytest.mark.parametrize("text", ["{", "\xff"])
@@ -308,6 +341,24 @@ def test_every_import_error_is_a_problem(launcher, tmp_path):
         "needs: No module named 'surely_not_installed_anywhere_xyz'"]
     assert len(problems) == 7
     assert problems[6].startswith("syntax: ")
+
+
+LEAVES_A_THREAD = '''
+import threading, time
+threading.Thread(target=time.sleep, args=(3600,), name="pack worker").start()   # not a daemon
+''' + ECHO
+
+
+def test_a_failed_boot_ends_though_a_module_left_a_thread_running(launcher, tmp_path):
+    """A module that loaded started a worker that never ends, another failed: exit 1 at once. A
+    normal exit waited for the worker for ever."""
+    pack = PackWriter(tmp_path)
+    pack.module("tools/worker.py", LEAVES_A_THREAD)
+    pack.module("tools/broken.py", "raise ImportError('broken on purpose')\n")
+    pack.tool("echo", "tools/worker.py").tool("broken", "tools/broken.py")
+    code, service = launcher.run(["--index", pack.write()], timeout=15)
+    assert code == 1
+    assert only_record(service, "boot-failed")["problems"] == ["broken: broken on purpose"]
 
 
 def test_secrets_in_an_import_error_are_masked(launcher, tmp_path):

@@ -7,7 +7,10 @@ and CI run it.
 """
 
 import json
+import os
+import signal
 import socket
+import time
 
 import pytest
 
@@ -135,3 +138,41 @@ def test_check_with_an_unreadable_index_fails_like_boot(launcher, tmp_path):
     code, booted = launcher.run(["--index", index], timeout=CHECK_SECONDS)
     assert (code, booted.wait_record("boot-failed")["problems"]) == (1, problems)
     assert json.dumps(problems).count(str(index)) == 1
+
+
+SLOW_IMPORT = '''
+import os, time
+open(os.path.join(os.path.dirname(__file__), "importing"), "w").close()
+time.sleep(30)
+'''
+
+
+@pytest.mark.parametrize("signum", [signal.SIGTERM, signal.SIGINT], ids=["SIGTERM", "SIGINT"])
+def test_a_check_stopped_before_its_end_does_not_pass(launcher, tmp_path, signum):
+    """A CI job cancelled, or Ctrl-C, during a slow import: the pack was not checked, so not exit 0."""
+    pack = PackWriter(tmp_path)
+    pack.module("tools/slow.py", SLOW_IMPORT)
+    pack.tool("slow", "tools/slow.py")
+    service = launcher.start(pack.write(), args=["--check"], expect_listening=False)
+    deadline = time.monotonic() + 10
+    while not (tmp_path / "tools" / "importing").exists() and time.monotonic() < deadline:
+        time.sleep(0.01)
+    assert (tmp_path / "tools" / "importing").exists(), service.raw_stderr
+    os.kill(service.proc.pid, signum)
+    assert service.wait_exit(CHECK_SECONDS) == 1
+    assert [(r["kind"], r["message"]) for r in service.records] == [("stopped", "Stopped before the check finished")]
+
+
+def test_a_check_ends_though_a_module_left_a_thread_running(launcher, tmp_path):
+    """A worker a module starts at import (not a daemon) held the exit after ``check-passed`` for ever."""
+    pack = good_pack(tmp_path)
+    pack.module("tools/worker.py", "import threading, time\n"
+                                   "from kindgi import tool\n"
+                                   "threading.Thread(target=time.sleep, args=(3600,)).start()\n"
+                                   "@tool(description='A test tool.', input={'type': 'object'}, output={}, id='worker')\n"
+                                   "def worker(input):\n"
+                                   "    return input\n")
+    pack.tool("worker", "tools/worker.py")
+    code, checked = run_check(launcher, pack.write())
+    assert code == 0, checked.raw_stderr
+    assert [r["kind"] for r in checked.records] == ["check-passed"]

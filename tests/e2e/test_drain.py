@@ -59,6 +59,13 @@ def loud(input, ctx):
     ctx.log.info("a big record", blob="x" * 300000)
     return {}
 
+@tool(description="A test tool.", input={"type": "object"}, output={}, id="chatty", version="1.0.0")
+def chatty(input, ctx):
+    """Logs many small records."""
+    for n in range(input["records"]):
+        ctx.log.info("chat", n=n)
+    return {"logged": input["records"]}
+
 @tool(description="A test tool.", input={"type": "object"}, output={}, id="stuck", version="1.0.0")
 def stuck(input, ctx):
     """Never returns, whatever happens to its call."""
@@ -94,6 +101,7 @@ def pack_index(tmp_path_factory):
     pack.tool("stuck-callback-blocks", "tools/code.py", version="1.0.0")
     pack.tool("stuck-callback-raises", "tools/code.py", version="1.0.0")
     pack.tool("loud", "tools/code.py", version="1.0.0")
+    pack.tool("chatty", "tools/code.py", version="1.0.0")
     return pack.write()
 
 
@@ -665,6 +673,32 @@ def test_stuck_stderr_does_not_hold_the_exit(pack_index):
         code, elapsed = service.stop_after_signal(1 + 6)
         assert code == 0, "still running %.1f s after SIGTERM" % elapsed
         assert elapsed < 1 + 4.0
+    finally:
+        service.close()
+
+
+def test_a_stuck_stderr_drops_records_rather_than_hold_up_answers(pack_index):
+    """Nobody reads stderr (a log collector that stopped): the records fill the pipe, then the
+    writer's queue; the calls' answers must still come.  Records beyond are dropped, and counted
+    once stderr is read again."""
+    service = UnreadService(pack_index)
+    try:
+        service.read_until_listening()
+        message = {"v": 2, "kind": "invoke", "tool": {"id": "chatty"}, "input": {"records": 12000},
+                   "ctx": {"tenantId": "t", "runId": "r"}}
+        conn = http.client.HTTPConnection("127.0.0.1", service.port, timeout=15)
+        conn.request("POST", "/v1/invoke", body=json.dumps(message),
+                     headers={"kindgi-pack-token": TOKEN, "content-type": "application/json"})
+        assert json.loads(conn.getresponse().read())["output"] == {"logged": 12000}
+        conn.close()
+        fd, pending, dropped = service.proc.stderr.fileno(), b"", None
+        deadline = time.monotonic() + 10
+        while dropped is None and time.monotonic() < deadline:
+            if not select.select([fd], [], [], 0.1)[0]:
+                continue
+            *lines, pending = (pending + os.read(fd, 65536)).split(b"\n")
+            dropped = next((json.loads(line) for line in lines if b'"records-dropped"' in line), None)
+        assert dropped is not None and dropped["count"] > 0 and dropped["level"] == "warn"
     finally:
         service.close()
 

@@ -82,6 +82,21 @@ async def araise(input, ctx):
     throw(input["kind"])
 
 
+@tool(description="A test tool.", input={"type": "object"}, output={}, id="self-cancel")
+def self_cancel(input, ctx):
+    ctx.cancellation.cancel(input["reason"])
+    throw("CancelledError")
+
+
+@tool(description="A test tool.", input={"type": "object"}, output={}, id="aself-cancel")
+async def aself_cancel(input, ctx):
+    ctx.cancellation.cancel(input["reason"])
+    helper = asyncio.ensure_future(asyncio.sleep(60))
+    await asyncio.sleep(0)
+    helper.cancel()
+    await helper
+
+
 @tool(description="A test tool.", input={"type": "object"}, output={}, id="aecho")
 async def aecho(input, ctx):
     await asyncio.sleep(0)
@@ -262,7 +277,7 @@ def write_pack(root):
     pack.module("tools/bad.py", TOOLS)
     pack.module("tools/twice.py", TWICE)
     pack.module("checks/odd.py", CHECKS)
-    for tool_id in ("raise", "araise", "aecho", "forever", "aforever", "printer", "output", "spawn", "wander"):
+    for tool_id in ("raise", "araise", "self-cancel", "aself-cancel", "aecho", "forever", "aforever", "printer", "output", "spawn", "wander"):
         pack.tool(tool_id, "tools/bad.py")
     pack.tool("mutate", "tools/bad.py", input={
         "type": "object",
@@ -324,6 +339,21 @@ def test_async_handler_raising_any_base_exception(service, kind):
         assert service.call_tool("aecho", {"x": 1}, conn=conn).json["output"] == {"x": 1}
     finally:
         conn.close()
+
+
+@pytest.mark.parametrize("tool_id", ["self-cancel", "aself-cancel"])
+@pytest.mark.parametrize("reason", ["cancelled", "deadline-exceeded"])
+def test_a_cancelled_error_after_pack_code_fired_its_own_cancellation_is_answered(service, tool_id, reason):
+    """Pack code may fire ``ctx.cancellation`` itself (to stop its helpers): the call is still its
+    caller's, so the ``CancelledError`` that follows is a throw, answered at once, not a call the
+    service ended, left unanswered and recorded as its caller gone."""
+    started = time.monotonic()
+    response = service.call_tool(tool_id, {"reason": reason}, timeout=5)
+    assert time.monotonic() - started < 3
+    message = error_of(response, "handler-throw")
+    assert message["cause"]["name"] == "CancelledError"
+    record = service.wait_record("call", where=lambda r: r.get("id") == tool_id and r.get("outcome") != "ok")
+    assert record["outcome"] == "handler-throw"
 
 
 @pytest.mark.parametrize("tool_id", ["forever", "aforever"])

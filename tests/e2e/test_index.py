@@ -318,6 +318,23 @@ def run_python(code):
 
 # -- the command line ----------------------------------------------------------------------
 
+def test_the_command_ends_though_a_module_left_a_thread_running(tmp_path):
+    """A module starts a worker at import (not a daemon): the index is written and the command
+    ends, where a normal exit waited for the worker for ever."""
+    (tmp_path / "tools").mkdir()
+    (tmp_path / "pyproject.toml").write_text('[tool.kindgi.pack]\nid = "worker"\nversion = "1.0.0"\n'
+                                             'description = "A pack whose module starts a worker"\n')
+    (tmp_path / "tools" / "worker.py").write_text(
+        "import threading, time\nfrom kindgi import tool\n"
+        "threading.Thread(target=time.sleep, args=(3600,)).start()\n"
+        "@tool(description='A test tool.', input={'type': 'object'}, output={}, id='worker')\n"
+        "def worker(input):\n    return input\n")
+    done = subprocess.run([PYTHON, str(SERVICE), "index", "--pack-dir", str(tmp_path), "--json"] + PINS,
+                          stdin=subprocess.DEVNULL, stdout=subprocess.PIPE, stderr=subprocess.PIPE, timeout=20)
+    assert done.returncode == 0, done.stderr
+    assert json.loads(done.stdout)["value"]["counts"]["tools"] == 1
+
+
 def test_help_explains_the_command():
     ran = run_index(["--help"])
     assert ran.code == 0

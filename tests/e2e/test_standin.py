@@ -86,7 +86,19 @@ def check_result_facts():
         "full": CheckResult(passed=False, reason="r", judge_response="j", attributes={"a": 1}).to_wire(),
         "minimal": CheckResult(passed=True).to_wire(),
         "attribute": CheckResult(passed=True, judgeResponse="k").judge_response,
+        "setLater": set_later(),
     }
+
+
+def set_later():
+    result = CheckResult(passed=False, verdict="old")
+    result.score = 0.5
+    result.verdict = "new"
+    result.reason = "set later"
+    result._private = 1
+    result.gone = 1
+    del result.gone
+    return [result.to_wire(), result.score, result.model_extra]
 
 
 def trace_facts():
@@ -109,7 +121,15 @@ def context_facts():
     return {"default": [default.tenant_id, default.run_id, default.request_id, dict(default.env),
                         default.cancellation.cancelled],
             "custom": [custom.tenant_id, custom.run_id, dict(custom.env), dict(custom.secrets)],
-            "repr": repr(custom)}
+            "repr": repr(custom),
+            "copied": copied_facts(custom)}
+
+
+def copied_facts(ctx):
+    import copy
+    copied = copy.copy(ctx)
+    return [type(copied) is ToolContext, copied.tenant_id, dict(copied.secrets),
+            copied.cancellation is ctx.cancellation, copied.log is ctx.log]
 
 
 @tool(description="A test tool.", id="surface", version="1.0.0", input={"type": "object"}, output={})
@@ -134,7 +154,8 @@ def surface(input, ctx):
         "context": context_facts(),
         "ctxType": isinstance(ctx, ToolContext),
         "typing": [isinstance(ctx.log, Logger), callable(noop_logger.info), scrub_text("Bearer x") == "Bearer " + REDACTED,
-                   isinstance(plain, Primitive), CancelReason is not None],
+                   isinstance(plain, Primitive), CancelReason is not None, isinstance(noop_logger, Logger),
+                   isinstance(ToolContext.for_test().log, Logger)],
     }
 
 
@@ -144,6 +165,15 @@ def ok(config, trace: RunTrace):
     return CheckResult(passed=not calls, reason="saw %d calls" % len(calls), judge_response="none",
                        attributes={"run": trace.run_id, "extra": getattr(trace, "somethingNew", None)},
                        verdict="fine")
+
+
+@guardrail(id="records-back", on_violation="block")
+def records_back(config, trace: RunTrace):
+    """Hands the trace's own records back, as the SDK writes its models: by alias, extras kept."""
+    first = trace.tool_calls[0]
+    return CheckResult(passed=False, attributes={"calls": trace.tool_calls, "first": first,
+                                                 "dumped": first.model_dump(), "trace": RunTrace.model_validate(
+                                                     {"runId": "r2", "tenantId": "t"}).model_dump(exclude_none=True)})
 '''
 
 RESERVED = '''\
@@ -235,6 +265,7 @@ def service(module_launcher, tmp_path_factory):
     pack.tool("plain", "tools/surface.py")
     pack.tool("web", "tools/surface.py", spec={"kind": "http", "method": "GET"})
     pack.guardrail("ok", "tools/surface.py", check_id="surface-check")
+    pack.guardrail("records-back", "tools/surface.py")
     service = module_launcher.spawn(["-S", SERVICE, "--index", pack.write()], env=service_env())
     assert service.wait_listening(), "\n".join(service.raw_stderr)
     return service
@@ -259,8 +290,9 @@ def test_submodules_offer_the_same_objects(facts):
 
 
 def test_names_packs_import_for_type_hints_and_masking(facts):
-    """``Logger``, ``noop_logger``, ``REDACTED``, ``scrub_text``, ``CancelReason``, ``Primitive``."""
-    assert facts["typing"] == [True, True, True, True, True]
+    """``Logger``, ``noop_logger``, ``REDACTED``, ``scrub_text``, ``CancelReason``, ``Primitive``; the
+    no-op logger a test's context gets is a ``Logger`` too, as the SDK's."""
+    assert facts["typing"] == [True, True, True, True, True, True, True]
 
 
 def test_definitions_are_tools_and_guardrails(facts):
@@ -303,6 +335,9 @@ def test_check_result_wire_form(facts):
     assert c["full"] == {"passed": False, "reason": "r", "judgeResponse": "j", "attributes": {"a": 1}}
     assert c["minimal"] == {"passed": True}
     assert c["attribute"] == "k"
+    # Fields set after it is made: extra ones go on the wire too, as with the SDK's model.
+    assert c["setLater"] == [{"passed": False, "reason": "set later", "verdict": "new", "score": 0.5}, 0.5,
+                             {"verdict": "new", "score": 0.5}]
 
 
 def test_run_trace_and_records(facts):
@@ -319,6 +354,7 @@ def test_tool_context_for_test(facts):
     c = facts["context"]
     assert c["default"] == ["tenant-test", "run-test", None, {}, False]
     assert c["custom"] == ["ten-x", "run-test", {"A": "1"}, {"apiKey": "sekrit-value"}]
+    assert c["copied"] == [True, "ten-x", {"apiKey": "sekrit-value"}, True, True]   # copy.copy, as of the SDK's
 
 
 def test_tool_context_repr_omits_secrets(facts):
@@ -362,6 +398,17 @@ def test_check_with_check_result_and_run_trace(service):
     assert service.call_check("surface-check", trace=trace).json == {"v": 2, "kind": "check-result", "result": {
         "passed": False, "reason": "saw 1 calls", "judgeResponse": "none",
         "attributes": {"run": "r-9", "extra": 5}, "verdict": "fine"}}
+
+
+def test_a_check_may_hand_back_the_traces_records(service):
+    """Records in a check's result are written as the SDK's pydantic models are: camelCase names,
+    extra fields kept; ``model_dump`` and ``model_validate`` work as theirs."""
+    trace = {"runId": "r-9", "tenantId": "t", "toolCalls": [{"toolId": "a", "toolName": "A", "at": "x", "new": 1}]}
+    call = {"toolId": "a", "toolName": "A", "arguments": {}, "at": "x", "new": 1}
+    assert service.call_check("records-back", trace=trace).json["result"] == {"passed": False, "attributes": {
+        "calls": [call], "first": call, "dumped": {"tool_id": "a", "tool_name": "A", "arguments": {}, "at": "x", "new": 1},
+        "trace": {"run_id": "r2", "tenant_id": "t", "tool_calls": [], "tool_results": [], "model_calls": [],
+                  "mode": "runtime"}}}
 
 
 # -- what the stand-in refuses at boot -----------------------------------------------------
