@@ -87,7 +87,8 @@ never cleared), ``saying_draining`` (set once, to a thread already started),
 handler's phase and its deadline (the sweep sees the next value within half a
 second), ``PackService.answering`` and ``Records.waiting`` (sets and lists: one
 ``add``, ``discard`` or ``append`` is atomic; the waiting records are taken only
-by the thread holding ``Records.lock``), ``Call.stop_task`` (set once when the
+by the thread holding ``Records.lock``), ``Records.stuck`` and ``Records.dropped``
+(records dropped while stderr takes no writes: a count one short is harmless), ``Call.stop_task`` (set once when the
 task starts, ``settle`` setting the outcome first: see ``Call.cancel``; cleared
 once the task is over, and read once), and
 ``PackHTTPServer.last_accepted`` (the drain polls it: a stale one is read again
@@ -3533,7 +3534,8 @@ STOP_SIGNALS = {signal.SIGTERM, signal.SIGINT}
 
 
 class Lifecycle:
-    """SIGTERM and SIGINT: the first drains, the second ends the drain at once.
+    """SIGTERM and SIGINT: the first drains, the second ends the drain at once (the calls still
+    running get their ``cancelled`` records, as at the drain's end).
 
     Installed before anything slow, because as PID 1 a signal without a
     handler is ignored.  The signal's number reaches a pipe from the C-level
@@ -3643,6 +3645,7 @@ class Lifecycle:
         if start_thread(self._drain, "drain") is None:
             self._drain()   # here, then: a second signal waits for the drain's end
         self._next_stop_signal()
+        self.service.give_up_on_calls()   # the drain's end, now: the calls in flight get their records
         self.stop(0)
 
     def _drain(self):

@@ -820,6 +820,8 @@ def test_second_signal_ends_the_drain_at_once(launcher, pack_index, tmp_path, se
     assert elapsed < 2.0, "the second signal must not wait for the call in flight"
     assert lifecycle_tail(service)[-1] == "stopped"
     assert len(service.records_of("stopped")) == 1
+    record = service.wait_record("call", where=lambda r: r.get("id") == "hold")
+    assert record["outcome"] == "cancelled", "the call the second signal cut short has no record"
     held.finish(5)
     assert isinstance(held.answer, Exception) or held.answer.status != 200
 
