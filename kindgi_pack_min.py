@@ -2733,6 +2733,16 @@ def normalise_check_result(result):
     return None
 
 
+def first_issue_text(issues):
+    """Where the first issue is and what it says (`` at /maxChars: must be > 0``), for a message
+    about a check's config: a runtime reports a check's error by its message alone."""
+    first = issues[0] if issues and isinstance(issues[0], dict) else None
+    if first is None:
+        return ""
+    where = " at %s" % first["instancePath"] if first.get("instancePath") else ""
+    return "%s: %s" % (where, first.get("message") or "invalid")
+
+
 def call_check(call):
     """A guardrail check: lookup, config validation, the trace, the check, its result."""
     check_id = call.target_id
@@ -2749,10 +2759,8 @@ def call_check(call):
                               % (check_id, entry.config_schema_error))
         if not entry.config_validator.is_valid(config):
             issues, left_out = entry.config_validator.first_issues(config, MAX_ISSUES)
-            first = issues[0] if issues else {}
-            where = " at %s" % first["instancePath"] if first.get("instancePath") else ""
-            return call.error("input-validation-failed", 'Check "%s" config failed validation%s: %s%s' % (
-                check_id, where, first.get("message") or "invalid",
+            return call.error("input-validation-failed", 'Check "%s" config failed validation%s%s' % (
+                check_id, first_issue_text(issues),
                 "; %d more issues left out" % left_out if left_out else ""), issues=issues)
     what = 'Check "%s" evaluate()' % check_id
     parsed = []
@@ -2761,9 +2769,10 @@ def call_check(call):
         try:
             parsed.append(parse(value))
         except BaseException as exc:  # pack code: its validators can raise anything
-            if is_model_error(exc):
-                return call.error("input-validation-failed", 'Check "%s" %s failed validation'
-                                  % (check_id, part), issues=model_issues(exc))
+            if is_model_error(exc):   # the config's own type refused it: its first issue is told, as the schema's is
+                issues = model_issues(exc)
+                return call.error("input-validation-failed", 'Check "%s" %s failed validation%s' % (
+                    check_id, part, first_issue_text(issues) if part == "config" else ""), issues=issues)
             return call.thrown(exc, what)
     config, trace = parsed
     try:

@@ -254,7 +254,7 @@ TYPED_CODE = '''
 import datetime
 from typing import List, Optional
 from pydantic import BaseModel, Field
-from kindgi import CheckResult, RunTrace, guardrail, tool
+from kindgi import tool
 
 
 class Item(BaseModel):
@@ -275,10 +275,6 @@ class OrderOut(BaseModel):
     model_config = {"populate_by_name": True}
 
 
-class Limit(BaseModel):
-    max_chars: int = Field(gt=0, default=10, alias="maxChars")
-
-
 @tool(id="order", version="1.0.0")
 def order(input: OrderIn, ctx) -> OrderOut:
     """Totals an order."""
@@ -296,6 +292,24 @@ def which_kindgi(input: dict) -> dict:
     """The kindgi module pack code got."""
     import kindgi
     return {"standIn": (kindgi.__doc__ or "").startswith("Stand-in")}
+
+'''
+
+# Guardrails are indexed from guardrails/ (elsewhere they are a file error, and no check is served).
+TYPED_CHECK_CODE = '''
+from pydantic import BaseModel, Field, field_validator
+from kindgi import CheckResult, RunTrace, guardrail
+
+
+class Limit(BaseModel):
+    max_chars: int = Field(gt=0, default=10, alias="maxChars")
+
+    @field_validator("max_chars")
+    @classmethod
+    def not_unlucky(cls, value):
+        if value == 13:
+            raise ValueError("13 is unlucky")
+        return value
 
 
 @guardrail(id="limit", on_violation="block")
@@ -316,6 +330,8 @@ def typed(module_launcher, tmp_path_factory):
     folder = tmp_path_factory.mktemp("typed")
     (folder / "tools").mkdir()
     (folder / "tools" / "typed.py").write_text(TYPED_CODE)
+    (folder / "guardrails").mkdir()
+    (folder / "guardrails" / "limit.py").write_text(TYPED_CHECK_CODE)
     (folder / "pyproject.toml").write_text('[tool.kindgi.pack]\nid = "typed"\nversion = "1.0.0"\n'
                                            'description = "Typed"\n')
     index = folder / "index.json"
@@ -349,7 +365,17 @@ def test_typed_tools_answer_alike(typed):
 
 
 @pytest.mark.parametrize("config, trace", [({"maxChars": 5}, TRACE), ({}, {"runId": "r", "tenantId": "t"}),
-                                           ({"maxChars": 0}, TRACE), ({}, {"tenantId": "t"})])
+                                           ({"maxChars": 0}, TRACE), ({}, {"tenantId": "t"}),
+                                           ({"maxChars": 13}, TRACE)])
 def test_typed_checks_answer_alike(typed, config, trace):
     ours, official = (service.call_check("limit", config=config, trace=trace).json for service in typed)
     assert ours == official
+    assert ours["kind"] == "check-result" or ours["code"] == "input-validation-failed", ours
+
+
+def test_a_config_its_type_refuses_is_told_in_the_message_alike(typed):
+    """The schema lets it through, the model's own validator refuses it: the message says where
+    and what, as it does for the schema's refusal (a runtime reports a check's error by its message)."""
+    ours, official = (service.call_check("limit", config={"maxChars": 13}, trace=TRACE).json for service in typed)
+    assert ours["message"] == official["message"] == (
+        'Check "limit" config failed validation at /maxChars: Value error, 13 is unlucky')
