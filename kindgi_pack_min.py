@@ -2721,13 +2721,16 @@ def _invalid_output(call, entry, text, what):
     return None
 
 
-def normalise_check_result(result):
-    """A check's return value as the wire ``result``, or None when it has the wrong shape."""
+def normalise_check_result(result, check_result_type):
+    """A check's return value as the wire ``result``, or None when it has the wrong shape.
+
+    ``check_result_type`` is the ``CheckResult`` pack code gets (the SDK's or the stand-in's):
+    another object is refused even when it has a ``to_wire``, as on the official service.
+    """
     if isinstance(result, bool):
         return {"passed": result}
-    to_wire = getattr(result, "to_wire", None)
-    if callable(to_wire):   # a CheckResult: its wire form must have the same shape
-        result = to_wire()
+    if isinstance(result, check_result_type):   # its wire form must have a check result's shape too
+        result = result.to_wire()
     if isinstance(result, Mapping) and isinstance(result.get("passed"), bool):
         return dict(result)
     return None
@@ -2777,7 +2780,7 @@ def call_check(call):
     config, trace = parsed
     try:
         result = run_pack_code(call, check.check, (config, trace), check.is_async)
-        wire = normalise_check_result(result)
+        wire = normalise_check_result(result, call.service.kindgi.CheckResult)
     except OutOfThreads:
         raise   # not pack code's: answered 503 (PackRequestHandler.run_call)
     except BaseException as exc:  # pack code, and its result's own methods

@@ -431,8 +431,19 @@ def test_a_model_errors_issues_are_taken_as_they_are():
 
 
 def test_a_dict_check_result_is_converted_when_written():
-    wire = kpm.normalise_check_result({"passed": True, "at": decimal.Decimal("2.50")})
+    wire = kpm.normalise_check_result({"passed": True, "at": decimal.Decimal("2.50")}, kpm.CheckResult)
     assert kpm.to_json_text(wire) == ('{"passed":true,"at":"2.50"}', None)
+
+
+def test_only_a_check_result_is_read_by_its_to_wire():
+    """Another object with a ``to_wire`` is not a check result, whatever it gives (as on the official service)."""
+    class Wired:
+        def to_wire(self):
+            return {"passed": True}
+
+    assert kpm.normalise_check_result(Wired(), kpm.CheckResult) is None
+    assert kpm.normalise_check_result(kpm.CheckResult(passed=False, judge_response="j"), kpm.CheckResult) == {
+        "passed": False, "judgeResponse": "j"}
 
 
 # -- records -------------------------------------------------------------------

@@ -127,6 +127,16 @@ def not_json(input):
 @guardrail(id="dated", on_violation="block")
 def dated(config, trace):
     return {"passed": True, "attributes": {"at": datetime.date(2026, 1, 2), "tags": {"one"}}}
+
+
+class Wired:
+    def to_wire(self):
+        return {"passed": True}
+
+
+@guardrail(id="wired", on_violation="block")
+def wired(config, trace):
+    return Wired()
 '''
 
 CTX = {"tenantId": "tenant-beside", "runId": "run-beside", "requestId": "req-beside"}
@@ -141,6 +151,7 @@ def both(module_launcher, tmp_path_factory):
     for tool_id in ("sync-user", "async-user", "converted", "converted-more", "keyed", "logs", "secrets", "awaits-cancel", "throws", "not-json"):
         pack.tool(tool_id, "tools/code.py")
     pack.guardrail("dated", "tools/code.py")
+    pack.guardrail("wired", "tools/code.py")
     index = pack.write()
     ours = module_launcher.start(index)
     official = module_launcher.spawn(["-m", "kindgi.pack", "serve", "--index", index], env=service_env(),
@@ -183,6 +194,14 @@ def test_a_dict_check_result_becomes_the_same_json(both):
     ours, official = (service.call_check("dated").json for service in both)
     assert ours == official == {"v": 2, "kind": "check-result",
                                 "result": {"passed": True, "attributes": {"at": "2026-01-02", "tags": ["one"]}}}
+
+
+def test_an_object_with_a_to_wire_is_not_a_check_result_alike(both):
+    ours, official = (service.call_check("wired").json for service in both)
+    assert ours == official == {
+        "v": 2, "kind": "error", "code": "output-validation-failed", "checkId": "wired",
+        "message": 'Check "wired" returned Wired; a check returns a CheckResult, a dict with a boolean '
+                   '`passed`, or a bool'}
 
 
 @pytest.mark.parametrize("tool_id, messages", [
