@@ -262,6 +262,16 @@ def test_missing_trace_fails_validation(service):
     assert resp.json["message"] == 'Check "plain" trace failed validation'
 
 
+def test_a_trace_with_many_issues_answers_the_first_thousand(service):
+    """Each empty tool call lacks three fields: 1,200 issues, of which the answer carries 1,000
+    and the message counts the rest (100,000 would be 38 MB of answer)."""
+    answer = check(service, "plain", trace={"runId": "r", "tenantId": "t", "toolCalls": [{}] * 400})
+    assert answer["code"] == "input-validation-failed"
+    assert answer["message"] == 'Check "plain" trace failed validation; 200 more issues left out'
+    assert len(answer["issues"]) == 1000
+    assert answer["issues"][-1]["instancePath"] == "/toolCalls/333/toolId"
+
+
 def test_trace_with_a_run_id_of_the_wrong_type_fails(service):
     answer = check(service, "plain", trace={"runId": 5, "tenantId": "t"})
     assert answer["code"] == "input-validation-failed"
