@@ -4599,12 +4599,18 @@ class _StandinRecord:
     def model_dump(self, *, mode="python", by_alias=False, exclude_none=False):
         """The fields as a dict, extra fields after them, nested records as dicts too, as
         pydantic's ``model_dump`` gives them; so a record in a handler's output or a check's
-        attributes is written as on the SDK.  ``by_alias``: camelCase names.  Values are kept as
-        they are in either ``mode``: writing JSON converts them as pydantic's JSON mode does."""
-        items = [(_standin_camel(name) if by_alias else name, self.__dict__[name]) for name, _, _ in self._fields]
-        items.extend(self.model_extra.items())
-        return {key: _standin_dumped(value, mode, by_alias, exclude_none) for key, value in items
-                if not (exclude_none and value is None)}
+        attributes is written as on the SDK.  ``by_alias``: camelCase names.  Other values are
+        kept as they are in either ``mode`` (writing JSON converts them as pydantic's JSON mode
+        does), but for what ``_standin_dumped`` does; a declared float field is kept as it is."""
+        return self._standin_dump(mode, by_alias, exclude_none, frozenset((id(self),)))
+
+    def _standin_dump(self, mode, by_alias, exclude_none, inside):
+        """``model_dump``, inside the containers and records whose ids are in ``inside``."""
+        items = [(_standin_camel(name) if by_alias else name, self.__dict__[name], convert is _standin_float)
+                 for name, convert, _ in self._fields]
+        items.extend((key, value, False) for key, value in self.model_extra.items())
+        return {key: value if declared_float else _standin_dumped(value, mode, by_alias, exclude_none, inside)
+                for key, value, declared_float in items if not (exclude_none and value is None)}
 
     model_validate = from_wire   # pydantic's name for it
 
@@ -4620,12 +4626,28 @@ class _StandinRecord:
         return "%s(%s)" % (type(self).__name__, shown)
 
 
-def _standin_dumped(value, mode, by_alias, exclude_none):
-    """A field value in a record's ``model_dump``: records become dicts, lists map item-wise."""
+def _standin_dumped(value, mode, by_alias, exclude_none, inside):
+    """A value in a record's ``model_dump`` (an ``attributes`` dict, an extra field), as pydantic
+    dumps a value it has no declared type for: records become dicts, dumped with the same
+    options, in lists, tuples and dicts too.  In the JSON ``mode`` tuples and sets become lists,
+    and NaN and the infinities None: a check's ``CheckResult(attributes={"ratio": nan})`` is
+    ``null`` on the wire, as on the SDK, not a result that is not JSON.  ``inside``: the ids of
+    the containers and records around the value; one that holds itself is left as it is, for
+    writing it to say so, rather than a RecursionError."""
+    if isinstance(value, (_StandinRecord, dict, list, tuple, set, frozenset)):
+        if id(value) in inside:
+            return value
+        inside = inside | {id(value)}
     if isinstance(value, _StandinRecord):
-        return value.model_dump(mode=mode, by_alias=by_alias, exclude_none=exclude_none)
-    if isinstance(value, list):
-        return [_standin_dumped(item, mode, by_alias, exclude_none) for item in value]
+        return value._standin_dump(mode, by_alias, exclude_none, inside)
+    if isinstance(value, dict):
+        return {key: _standin_dumped(item, mode, by_alias, exclude_none, inside) for key, item in value.items()}
+    if isinstance(value, list) or (mode == "json" and isinstance(value, (tuple, set, frozenset))):
+        return [_standin_dumped(item, mode, by_alias, exclude_none, inside) for item in value]
+    if isinstance(value, tuple):
+        return tuple(_standin_dumped(item, mode, by_alias, exclude_none, inside) for item in value)
+    if mode == "json" and isinstance(value, float) and not math.isfinite(value):
+        return None
     return value
 
 

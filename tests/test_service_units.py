@@ -435,6 +435,24 @@ def test_a_dict_check_result_is_converted_when_written():
     assert kpm.to_json_text(wire) == ('{"passed":true,"at":"2.50"}', None)
 
 
+def test_a_check_results_attributes_are_dumped_as_pydantic_dumps_them():
+    """Records in them without their None fields, NaN and infinities None, tuples as lists; one
+    that holds itself is left for writing to refuse, not a RecursionError."""
+    calls = [kpm.ToolCallRecord(tool_id="t", tool_name="n", at="a")]
+    wire = kpm.CheckResult(passed=True, attributes={"calls": calls, "n": float("nan"), "t": (1, float("-inf"))},
+                           extra={"x": float("inf")}).to_wire()
+    assert wire == {"passed": True, "attributes": {"calls": [{"toolId": "t", "toolName": "n", "arguments": {}, "at": "a"}],
+                                                   "n": None, "t": [1, None]}, "extra": {"x": None}}
+    loop = {}
+    loop["self"] = loop
+    text, issues = kpm.to_json_text(kpm.CheckResult(passed=True, attributes=loop).to_wire())
+    assert issues[0]["message"] == "must not contain itself (a circular reference)"
+    holds_itself = kpm.CheckResult(passed=True, attributes={})
+    holds_itself.attributes["me"] = holds_itself
+    text, issues = kpm.to_json_text(holds_itself.to_wire())
+    assert issues[0]["message"] == "must not contain itself (a circular reference)"
+
+
 def test_only_a_check_result_is_read_by_its_to_wire():
     """Another object with a ``to_wire`` is not a check result, whatever it gives (as on the official service)."""
     class Wired:

@@ -137,6 +137,12 @@ class Wired:
 @guardrail(id="wired", on_violation="block")
 def wired(config, trace):
     return Wired()
+
+
+@guardrail(id="nested-result", on_violation="block")
+def nested_result(config, trace):
+    from kindgi import CheckResult
+    return CheckResult(passed=True, attributes={"trace": trace, "ratio": float("nan"), "pair": (float("inf"), 1)})
 '''
 
 CTX = {"tenantId": "tenant-beside", "runId": "run-beside", "requestId": "req-beside"}
@@ -152,6 +158,7 @@ def both(module_launcher, tmp_path_factory):
         pack.tool(tool_id, "tools/code.py")
     pack.guardrail("dated", "tools/code.py")
     pack.guardrail("wired", "tools/code.py")
+    pack.guardrail("nested-result", "tools/code.py")
     index = pack.write()
     ours = module_launcher.start(index)
     official = module_launcher.spawn(["-m", "kindgi.pack", "serve", "--index", index], env=service_env(),
@@ -202,6 +209,16 @@ def test_an_object_with_a_to_wire_is_not_a_check_result_alike(both):
         "v": 2, "kind": "error", "code": "output-validation-failed", "checkId": "wired",
         "message": 'Check "wired" returned Wired; a check returns a CheckResult, a dict with a boolean '
                    '`passed`, or a bool'}
+
+
+def test_a_check_result_holding_a_trace_and_nan_becomes_the_same_json(both):
+    """``to_wire``: the trace in its attributes without its None fields, NaN and infinities null."""
+    trace = {"runId": "r", "tenantId": "t", "toolCalls": [{"toolId": "x", "toolName": "n", "at": "a"}]}
+    ours, official = (service.call_check("nested-result", trace=trace).json for service in both)
+    assert ours == official == {"v": 2, "kind": "check-result", "result": {"passed": True, "attributes": {
+        "trace": {"runId": "r", "tenantId": "t", "toolCalls": [{"toolId": "x", "toolName": "n", "arguments": {}, "at": "a"}],
+                  "toolResults": [], "modelCalls": [], "mode": "runtime"},
+        "ratio": None, "pair": [None, 1]}}}
 
 
 @pytest.mark.parametrize("tool_id, messages", [
