@@ -212,7 +212,8 @@ CHECKS = '''\
 from kindgi import guardrail, CheckResult
 
 
-class WireRaises:
+class WireRaises(CheckResult):
+    """A CheckResult whose own to_wire raises."""
     def to_wire(self):
         raise RuntimeError("to_wire broke")
 
@@ -227,13 +228,18 @@ class BadMapping(dict):
         raise KeyError(key)
 
 
-class WireOf:
-    """A result object whose wire form is not a check result's."""
-    def __init__(self, wire):
-        self.wire = wire
+def wire_of(wire):
+    """A CheckResult whose wire form is ``wire``, not a check result's."""
+    class WireOf(CheckResult):
+        def to_wire(self):
+            return wire
+    return WireOf(passed=True)
 
+
+class NotACheckResult:
+    """Has a to_wire with a check result's shape, but is no CheckResult."""
     def to_wire(self):
-        return self.wire
+        return {"passed": True}
 
 
 class NaNThatCantCompare(float):
@@ -251,11 +257,12 @@ class ClassRaises:
 ODD = {
     "int": lambda: 1, "str": lambda: "yes", "none": lambda: None, "list": lambda: [True],
     "no-passed": lambda: {"reason": "x"}, "passed-str": lambda: {"passed": "yes"},
-    "passed-int": lambda: {"passed": 1}, "wire-raises": WireRaises, "getattr-raises": GetattrRaises,
+    "passed-int": lambda: {"passed": 1}, "wire-raises": lambda: WireRaises(passed=True), "getattr-raises": GetattrRaises,
     "bad-mapping": lambda: BadMapping(passed=True), "not-json": lambda: {"passed": True, "s": {object()}},
     "float-nan": lambda: float("nan"),
-    "wire-str": lambda: WireOf("ok"), "wire-no-passed": lambda: WireOf({"reason": "r"}),
-    "wire-passed-str": lambda: WireOf({"passed": "no"}), "wire-list": lambda: WireOf([1]),
+    "wire-str": lambda: wire_of("ok"), "wire-no-passed": lambda: wire_of({"reason": "r"}),
+    "wire-passed-str": lambda: wire_of({"passed": "no"}), "wire-list": lambda: wire_of([1]),
+    "not-a-check-result": NotACheckResult,
     "nan-cant-compare": lambda: {"passed": True, "x": NaNThatCantCompare("nan")},
     "class-raises": lambda: {"passed": True, "x": ClassRaises()},
 }
@@ -393,10 +400,11 @@ def test_output_that_is_not_json(service, kind):
 
 
 @pytest.mark.parametrize("kind", ["wire-str", "wire-no-passed", "wire-passed-str", "wire-list",
-                                  "nan-cant-compare", "class-raises"])
+                                  "not-a-check-result", "nan-cant-compare", "class-raises"])
 def test_check_result_that_is_not_a_check_result_is_output_validation_failed(service, kind):
-    """A result object's wire form has a check result's shape, as a dict does; a value whose own methods
-    raise as it is looked at is not JSON, and never a 500."""
+    """A CheckResult's wire form has a check result's shape, as a dict does; an object that only has a
+    to_wire is no check result; a value whose own methods raise as it is looked at is not JSON, and
+    never a 500."""
     response = service.call_check("odd", {"kind": kind})
     message = error_of(response, "output-validation-failed")
     assert message["checkId"] == "odd"
