@@ -240,6 +240,22 @@ def test_the_parse_cost_grows_with_what_json_makes_of_the_text():
     assert parse_cost(records) == parse_cost(records, bytearray) == counted_in_the_text
 
 
+@pytest.mark.parametrize("escape", ["\\ud83d\\ude00", "\\u0100", "\\uD83D\\uDE00"])
+def test_the_parse_cost_counts_strings_an_escape_makes_wider(escape):
+    """One escape past U+00FF makes every character of its string 2 or 4 bytes: 10 MiB of ASCII
+    text would parse into up to 40 MiB, copied from the text on the way."""
+    text = '["' + escape + "a" * 100000 + '"]'
+    parsed = json.loads(text)[0]
+    for body_type in (bytes, bytearray):
+        assert parse_cost(text, body_type) >= 2 * sys.getsizeof(text) + sys.getsizeof(parsed)
+
+
+@pytest.mark.parametrize("plain", ["\\u00e9", "C:\\\\users\\\\", "\\n"])
+def test_the_parse_cost_of_escapes_that_widen_nothing(plain):
+    text = '["' + plain + "a" * 100000 + '"]'
+    assert parse_cost(text) < 2 * sys.getsizeof(text) + 1000
+
+
 def test_answers_are_utf8_even_with_lone_surrogates():
     assert kpm.dump_json({"a": "\ud800\u00e9"}) == b'{"a":"\\ud800\\u00e9"}'
     assert kpm.dump_json({"a": "\u00e9"}) == '{"a":"\u00e9"}'.encode()
