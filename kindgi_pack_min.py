@@ -2548,7 +2548,7 @@ def run_pack_code(call, fn, args, is_async):
     """Run a handler or check: a sync one in this thread, an async one on the pack's event loop,
     this thread waiting until it is done (so a call past its deadline keeps its slot)."""
     if not is_async:
-        return fn(*args)
+        return close_if_never_awaited(fn(*args))
     loop = call.service.event_loop()
     coroutine = fn(*args)
     cancellation = call.cancellation
@@ -2577,11 +2577,25 @@ def run_pack_code(call, fn, args, is_async):
         raise sys.modules["asyncio"].CancelledError()
     value, raised = outcome.pop()
     if raised is None:
-        return value
+        return close_if_never_awaited(value)
     try:
         raise raised
     finally:
         raised = None   # its traceback holds this frame: not the other way round as well
+
+
+def close_if_never_awaited(value):
+    """What pack code returned; a coroutine it returned instead of awaiting it is closed first.
+
+    It is answered as output that is not JSON, as on the official service;
+    but collected unawaited, it would say so on stderr, in lines that are not
+    records (a sync decorator around an ``async def`` handler returns one).
+    """
+    if isinstance(value, types.CoroutineType):
+        import inspect
+        if inspect.getcoroutinestate(value) == inspect.CORO_CREATED:
+            value.close()
+    return value
 
 
 def _cancel_task(cancellation, task, reason):
