@@ -1767,7 +1767,10 @@ def decode_utf8(body):
         return None
 
 
-NOT_STRUCTURE = bytes(b for b in range(256) if b not in b'{:[,"')
+NOT_STRUCTURE = bytes(b for b in range(256) if b not in b'{:[,"\\')
+# Python 3.6 to 3.8: their parser makes a string with escapes from a list of pieces, each escaped
+# character and each run between escapes a string of its own (3.9 writes the string in one buffer).
+ESCAPE_WEIGHT = 170 if sys.version_info < (3, 9) else 0
 ASTRAL_ESCAPE = re.compile(rb"\\u[dD][89abAB][0-9a-fA-F]{2}")   # a high surrogate: with its pair, past U+FFFF
 WIDE_ESCAPE = re.compile(rb"\\u(?!00)[0-9a-fA-F]{4}")            # a character past U+00FF
 
@@ -1782,34 +1785,38 @@ def json_parse_cost(body, text):
     body's bytes, once the rest is dropped (``bytes.translate``): a pass at C
     speed, and counts over what is left, little in a body of text.  UTF-8
     puts no such byte inside a character.  Each weight is what CPython 3.11
-    spends on one of them, a little rounded up.  Strings' contents take no
-    more than the text does, unless an escape makes them wider
-    (``escaped_width``).
+    spends on one of them, a little rounded up (and an escape's, before 3.9);
+    strings' contents can't take more than the text does, unless an escape
+    makes them wider (``widened_strings``).
     """
     marks = body.translate(None, NOT_STRUCTURE)   # bytes, or a bytearray (a chunked body)
-    strings = sys.getsizeof(text)   # what the parser copies out of the text
-    wide = escaped_width(body) * len(text)
-    if wide > strings:   # escapes widen the strings: each is copied, then made again wider
-        strings += wide
-    return (sys.getsizeof(text) + strings + 184 * marks.count(b"{") + 24 * marks.count(b":")
-            + 72 * marks.count(b"[") + 48 * marks.count(b",") + 26 * marks.count(b'"'))
+    return (2 * sys.getsizeof(text) + widened_strings(body, len(text)) + 184 * marks.count(b"{")
+            + 24 * marks.count(b":") + 72 * marks.count(b"[") + 48 * marks.count(b",") + 26 * marks.count(b'"')
+            + ESCAPE_WEIGHT * marks.count(b"\\"))
 
 
-def escaped_width(body):
-    """The bytes a character of a parsed string may take, by the widest ``\\u`` escape in ``body``.
+def widened_strings(body, length):
+    """At most how many bytes the strings take that a ``\\u`` escape in ``body`` makes wider (0: none).
 
-    A string takes as many bytes per character as its widest character
-    needs: one ``\\ud83d\\ude00`` makes every character of an ASCII string
-    take 4 bytes, so 10 MiB of ASCII text can parse into a 40 MiB string.
+    A string takes as many bytes a character as its widest character needs:
+    one ``\\ud83d\\ude00`` makes every character of an ASCII string take 4
+    bytes, so 10 MiB of ASCII text can parse into a 40 MiB string, made anew
+    from the pieces the parser copied out of the text.  Each escape is six
+    characters of the text (``length`` of them) and one of a string.
     """
     if body.find(b"\\") < 0:   # most bodies: a byte's search is the quickest pass
-        return 1
+        return 0
     escapes = body.count(b"\\u")
-    if escapes == 0 or escapes == body.count(b"\\u00"):   # counts at C speed: the searches cost more
-        return 1
+    if escapes == body.count(b"\\u00"):   # counts at C speed: the searches cost more
+        return 0
     if ASTRAL_ESCAPE.search(body):
-        return 4
-    return 2 if WIDE_ESCAPE.search(body) else 1
+        width = 4
+    elif WIDE_ESCAPE.search(body):
+        width = 2
+    else:
+        return 0
+    escapes -= body.count(b"\\\\u")   # an escaped backslash, then a "u": no escape
+    return width * max(0, length - 5 * escapes)   # below 0 only for text that is not JSON
 
 
 def error_message(code, message, target_key=None, target_id=None, cause=None, issues=None):
