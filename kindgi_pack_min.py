@@ -1767,7 +1767,12 @@ def decode_utf8(body):
         return None
 
 
-NOT_STRUCTURE = bytes(b for b in range(256) if b not in b'{:[,"')
+NOT_STRUCTURE = bytes(b for b in range(256) if b not in b'{:[,"\\')
+# Python 3.6 to 3.8: their parser makes a string with escapes from a list of pieces, each escaped
+# character and each run between escapes a string of its own (3.9 writes the string in one buffer).
+ESCAPE_WEIGHT = 170 if sys.version_info < (3, 9) else 0
+ASTRAL_ESCAPE = re.compile(rb"\\u[dD][89abAB][0-9a-fA-F]{2}")   # a high surrogate: with its pair, past U+FFFF
+WIDE_ESCAPE = re.compile(rb"\\u(?!00)[0-9a-fA-F]{4}")            # a character past U+00FF
 
 
 def json_parse_cost(body, text):
@@ -1780,12 +1785,38 @@ def json_parse_cost(body, text):
     body's bytes, once the rest is dropped (``bytes.translate``): a pass at C
     speed, and counts over what is left, little in a body of text.  UTF-8
     puts no such byte inside a character.  Each weight is what CPython 3.11
-    spends on one of them, a little rounded up; strings' contents can't take
-    more than the text does.
+    spends on one of them, a little rounded up (and an escape's, before 3.9);
+    strings' contents can't take more than the text does, unless an escape
+    makes them wider (``widened_strings``).
     """
     marks = body.translate(None, NOT_STRUCTURE)   # bytes, or a bytearray (a chunked body)
-    return (2 * sys.getsizeof(text) + 184 * marks.count(b"{") + 24 * marks.count(b":")
-            + 72 * marks.count(b"[") + 48 * marks.count(b",") + 26 * marks.count(b'"'))
+    return (2 * sys.getsizeof(text) + widened_strings(body, len(text)) + 184 * marks.count(b"{")
+            + 24 * marks.count(b":") + 72 * marks.count(b"[") + 48 * marks.count(b",") + 26 * marks.count(b'"')
+            + ESCAPE_WEIGHT * marks.count(b"\\"))
+
+
+def widened_strings(body, length):
+    """At most how many bytes the strings take that a ``\\u`` escape in ``body`` makes wider (0: none).
+
+    A string takes as many bytes a character as its widest character needs:
+    one ``\\ud83d\\ude00`` makes every character of an ASCII string take 4
+    bytes, so 10 MiB of ASCII text can parse into a 40 MiB string, made anew
+    from the pieces the parser copied out of the text.  Each escape is six
+    characters of the text (``length`` of them) and one of a string.
+    """
+    if body.find(b"\\") < 0:   # most bodies: a byte's search is the quickest pass
+        return 0
+    escapes = body.count(b"\\u")
+    if escapes == body.count(b"\\u00"):   # counts at C speed: the searches cost more
+        return 0
+    if ASTRAL_ESCAPE.search(body):
+        width = 4
+    elif WIDE_ESCAPE.search(body):
+        width = 2
+    else:
+        return 0
+    escapes -= body.count(b"\\\\u")   # an escaped backslash, then a "u": no escape
+    return width * max(0, length - 5 * escapes)   # below 0 only for text that is not JSON
 
 
 def error_message(code, message, target_key=None, target_id=None, cause=None, issues=None):
@@ -2535,7 +2566,7 @@ def run_pack_code(call, fn, args, is_async):
     """Run a handler or check: a sync one in this thread, an async one on the pack's event loop,
     this thread waiting until it is done (so a call past its deadline keeps its slot)."""
     if not is_async:
-        return fn(*args)
+        return close_if_never_awaited(fn(*args))
     loop = call.service.event_loop()
     coroutine = fn(*args)
     cancellation = call.cancellation
@@ -2564,11 +2595,25 @@ def run_pack_code(call, fn, args, is_async):
         raise sys.modules["asyncio"].CancelledError()
     value, raised = outcome.pop()
     if raised is None:
-        return value
+        return close_if_never_awaited(value)
     try:
         raise raised
     finally:
         raised = None   # its traceback holds this frame: not the other way round as well
+
+
+def close_if_never_awaited(value):
+    """What pack code returned; a coroutine it returned instead of awaiting it is closed first.
+
+    It is answered as output that is not JSON, as on the official service;
+    but collected unawaited, it would say so on stderr, in lines that are not
+    records (a sync decorator around an ``async def`` handler returns one).
+    """
+    if isinstance(value, types.CoroutineType):
+        import inspect
+        if inspect.getcoroutinestate(value) == inspect.CORO_CREATED:
+            value.close()
+    return value
 
 
 def _cancel_task(cancellation, task, reason):

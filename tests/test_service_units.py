@@ -240,6 +240,61 @@ def test_the_parse_cost_grows_with_what_json_makes_of_the_text():
     assert parse_cost(records) == parse_cost(records, bytearray) == counted_in_the_text
 
 
+@pytest.mark.parametrize("escape", ["\\ud83d\\ude00", "\\u0100", "\\uD83D\\uDE00"])
+def test_the_parse_cost_counts_strings_an_escape_makes_wider(escape):
+    """One escape past U+00FF makes every character of its string 2 or 4 bytes: 10 MiB of ASCII
+    text would parse into up to 40 MiB, copied from the text on the way."""
+    text = '["' + escape + "a" * 100000 + '"]'
+    parsed = json.loads(text)[0]
+    for body_type in (bytes, bytearray):
+        assert parse_cost(text, body_type) >= 2 * sys.getsizeof(text) + sys.getsizeof(parsed)
+
+
+@pytest.mark.parametrize("plain", ["\\u00e9", "C:\\\\users\\\\", "\\n"])
+def test_the_parse_cost_of_escapes_that_widen_nothing(plain):
+    text = '["' + plain + "a" * 100000 + '"]'
+    assert parse_cost(text) < 2 * sys.getsizeof(text) + 1000
+
+
+def test_the_parse_cost_of_text_made_of_escapes():
+    """Each escape is six characters of text and one of a string: 10 MiB of escaped emoji is not
+    counted as 40 MiB of string."""
+    text = '["' + "\\ud83d\\ude00" * 10000 + '"]'
+    assert 2 * sys.getsizeof(text) < parse_cost(text) < 3 * sys.getsizeof(text)
+
+
+PARSE_PEAKS = r"""
+import json, sys, tracemalloc
+sys.path.insert(0, sys.argv[1])
+import kindgi_pack_min as kpm
+size = 1024 * 1024
+shapes = {
+    "ASCII, one astral escape": '"\\ud83d\\ude00' + "a" * size + '"',
+    "ASCII, one escape past U+00FF": '"\\u0100' + "a" * size + '"',
+    "escaped newlines": '"' + "ab\\n" * (size // 4) + '"',
+    "escaped CJK": '"' + "ab\\u4e2d" * (size // 8) + '"',
+    "escaped CJK between latin-1": '"' + "\u00e9\u00e9\\u4e2d" * (size // 8) + '"',
+    "escaped emoji": '"' + "\\ud83d\\ude00" * (size // 12) + '"',
+}
+for name, text in shapes.items():
+    tracemalloc.start()
+    kpm._load_strict(text)   # the parse itself (load_json_text's scan for long numbers takes 2 MiB at most)
+    peak = sys.getsizeof(text) + tracemalloc.get_traced_memory()[1]
+    tracemalloc.stop()
+    print(json.dumps([name, kpm.json_parse_cost(text.encode("utf-8"), text), peak]))
+"""
+
+
+def test_the_parse_cost_is_at_least_what_parsing_takes():
+    """Measured under the service's interpreter ($KINDGI_TEST_PYTHON): escapes that widen a
+    string's characters, and, before Python 3.9, the pieces a string with escapes is made from."""
+    done = subprocess.run([os.environ.get("KINDGI_TEST_PYTHON") or sys.executable, "-c", PARSE_PEAKS, ROOT],
+                          stdout=subprocess.PIPE, timeout=120)
+    measured = [json.loads(line) for line in done.stdout.decode().splitlines()]
+    assert len(measured) == 6, done
+    assert [(name, cost, peak) for name, cost, peak in measured if cost < peak - 1024] == []   # give or take a header
+
+
 def test_answers_are_utf8_even_with_lone_surrogates():
     assert kpm.dump_json({"a": "\ud800\u00e9"}) == b'{"a":"\\ud800\\u00e9"}'
     assert kpm.dump_json({"a": "\u00e9"}) == '{"a":"\u00e9"}'.encode()

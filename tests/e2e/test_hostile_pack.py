@@ -482,3 +482,56 @@ def test_a_default_socket_timeout_set_by_pack_code_leaves_the_connections_alone(
     time.sleep(1.5)
     assert message_of(svc.call_tool("plain", {}, conn=conn))["output"] == {"timeout": 0.5}
     conn.close()
+
+
+NEVER_AWAITED = '''
+import functools
+from kindgi import guardrail, tool
+
+
+def plain_wrapper(fn):
+    """A sync decorator around an async def: calling the handler gives a coroutine, never awaited."""
+    @functools.wraps(fn)
+    def wrapper(*args):
+        return fn(*args)
+    return wrapper
+
+
+async def later():
+    return {"passed": True}
+
+
+@tool(description="A test tool.", input={"type": "object"}, output={}, id="wrapped")
+@plain_wrapper
+async def wrapped(input, ctx):
+    return {"never": "awaited"}
+
+
+@tool(description="A test tool.", input={"type": "object"}, output={}, id="forgot-await")
+async def forgot_await(input, ctx):
+    return later()
+
+
+@guardrail(id="check-wrapped", on_violation="block")
+@plain_wrapper
+async def check_wrapped(config, trace):
+    return {"passed": True}
+'''
+
+
+def test_a_coroutine_returned_and_never_awaited_leaves_stderr_json(launcher, tmp_path):
+    """Answered as output that is not JSON, as on the official service; and Python's "never
+    awaited" warning, which is not a record, doesn't reach stderr."""
+    pack = PackWriter(tmp_path)
+    pack.module("tools/never.py", NEVER_AWAITED)
+    pack.tool("wrapped", "tools/never.py").tool("forgot-await", "tools/never.py")
+    pack.guardrail("check-wrapped", "tools/never.py")
+    service = launcher.start(pack.write())
+    for tool_id in ("wrapped", "forgot-await"):
+        message = error_of(service.call_tool(tool_id, {}), "output-validation-failed")
+        assert message["message"].endswith("(root) must be JSON, not coroutine"), message
+    assert error_of(service.call_check("check-wrapped"), "output-validation-failed")["checkId"] == "check-wrapped"
+    service.signal(signal.SIGTERM)
+    assert service.wait_exit() == 0
+    for line in service.raw_stderr:
+        assert isinstance(json.loads(line), dict), line
