@@ -2610,7 +2610,7 @@ def close_if_never_awaited(value):
     records (a sync decorator around an ``async def`` handler returns one).
     """
     if isinstance(value, types.CoroutineType):
-        import inspect
+        import inspect   # here, rarely needed: not loaded at every boot
         if inspect.getcoroutinestate(value) == inspect.CORO_CREATED:
             value.close()
     return value
