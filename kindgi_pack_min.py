@@ -479,6 +479,7 @@ class Records:
         self.writer = None             # the writer thread, once start_writer() has run
         self.stuck = False             # a record waited STUCK_STDERR_SECONDS in vain: drop the next at once
         self.dropped = 0               # records dropped so, for the writer thread to report
+        self.writes = 0                # write(2)s that went through: stderr is slow, not stuck, while it grows
 
     def enabled(self, level, subsystem="pack"):
         try:
@@ -566,7 +567,7 @@ class Records:
             # Serving: a stderr nobody reads (a log collector that stopped) must not hold up the
             # answer of every call that makes a record, for ever.  The record is dropped, and
             # counted: the writer thread reports the count once stderr takes its writes again.
-            if not self.lock.acquire(timeout=0 if self.stuck else STUCK_STDERR_SECONDS):
+            if not self._lock_unless_stuck():
                 self.stuck = True
                 self.dropped += 1
                 return
@@ -577,6 +578,19 @@ class Records:
             self._write_all(data)
         finally:
             self.lock.release()
+
+    def _lock_unless_stuck(self):
+        """Take the lock, waiting as long as stderr takes writes: False once it took none for
+        STUCK_STDERR_SECONDS (at once while it is found stuck).  A log collector that reads
+        slowly holds the lock through a long batch, but loses no record."""
+        if self.stuck:
+            return self.lock.acquire(timeout=0)
+        writes = self.writes
+        while not self.lock.acquire(timeout=STUCK_STDERR_SECONDS):
+            if self.writes == writes:
+                return False
+            writes = self.writes
+        return True
 
     def after_fork(self):
         """In a child pack code forked: its records are written at once, under a lock of its own.
@@ -602,7 +616,6 @@ class Records:
             self.wake_writer.clear()           # before taking it: a record added later wakes the next round
             with self.lock:
                 self._write_waiting()
-            self.stuck = False
             dropped, self.dropped = self.dropped, 0
             if dropped:
                 self.write("warn", "%d records were dropped: stderr took no writes for a while" % dropped,
@@ -635,6 +648,8 @@ class Records:
         try:
             while view:
                 view = view[os.write(self.fd, view):]
+                self.writes += 1
+                self.stuck = False
         except OSError:
             pass  # stderr gone: nothing better to do than keep serving
 

@@ -560,6 +560,79 @@ def test_a_batch_goes_out_in_writes_a_pipe_never_splits():
     assert records.waiting == []
 
 
+def _records_on_a_small_pipe(monkeypatch, reader_pause):
+    """Records batched by their writer thread into a 4 KB pipe, read 4 KB every ``reader_pause``
+    seconds (never, when None) once ``start`` is set: ``(records, start, finish)``, ``finish()``
+    giving the lines read."""
+    import fcntl
+    import threading
+    import time
+    monkeypatch.setattr(kpm, "STUCK_STDERR_SECONDS", 0.2)
+    monkeypatch.setattr(kpm, "MAX_WAITING_RECORDS", 20)
+    read_end, write_end = os.pipe()
+    fcntl.fcntl(write_end, 1031, 4096)   # F_SETPIPE_SZ: a pipe that fills at once
+    records = kpm.Records(write_end)
+    assert records.start_writer()
+    start, got = threading.Event(), []
+
+    def reader():
+        start.wait(30)
+        while True:
+            chunk = os.read(read_end, 4096)
+            if not chunk:
+                break
+            got.append(chunk)
+            if reader_pause:
+                time.sleep(reader_pause)
+
+    thread = threading.Thread(target=reader, daemon=True)
+    thread.start()
+
+    def finish():
+        start.set()
+        deadline = time.monotonic() + 20
+        while (records.waiting or records.dropped) and time.monotonic() < deadline:
+            time.sleep(0.05)
+        with records.lock:
+            os.close(write_end)
+            records.fd = -1   # the writer thread, still running, writes nowhere
+        thread.join(20)
+        os.close(read_end)
+        return b"".join(got).decode().splitlines()
+
+    return records, start, finish
+
+
+@pytest.mark.skipif(not sys.platform.startswith("linux"), reason="F_SETPIPE_SZ")
+def test_a_slow_stderr_that_takes_writes_loses_no_record(monkeypatch):
+    """A log collector that reads slowly keeps the writer thread in a long batch, lock held, for
+    longer than a stuck stderr is given: the records made meanwhile wait, they are not dropped."""
+    records, start, finish = _records_on_a_small_pipe(monkeypatch, 0.06)
+    start.set()
+    for number in range(150):
+        records.write("info", "record %d %s" % (number, "x" * 900))
+    lines = [json.loads(line) for line in finish()]
+    assert [line["message"].split()[1] for line in lines] == [str(number) for number in range(150)]
+
+
+@pytest.mark.skipif(not sys.platform.startswith("linux"), reason="F_SETPIPE_SZ")
+def test_a_stuck_stderr_drops_records_and_counts_them_once_it_takes_writes(monkeypatch):
+    import time
+    records, start, finish = _records_on_a_small_pipe(monkeypatch, None)
+    for number in range(10):
+        records.write("info", "record %d %s" % (number, "x" * 900))
+    time.sleep(0.2)   # the writer thread takes them, and blocks on the full pipe
+    began = time.monotonic()
+    for number in range(10, 60):
+        records.write("info", "record %d %s" % (number, "x" * 900))
+    assert time.monotonic() - began < 5, "a stuck stderr held the records' maker"
+    dropped = records.dropped
+    lines = [json.loads(line) for line in finish()]
+    counts = [line["count"] for line in lines if line.get("event") == "records-dropped"]
+    assert dropped > 0 and counts == [dropped]
+    assert len(lines) == 60 - dropped + 1
+
+
 def test_records_escape_what_splits_or_drives_a_terminal(pipe_records):
     make, lines = pipe_records
     records = make()
