@@ -480,6 +480,8 @@ class Records:
         self.stuck = False             # a record waited STUCK_STDERR_SECONDS in vain: drop the next at once
         self.dropped = 0               # records dropped so, for the writer thread to report
         self.writes = 0                # write(2)s that went through: stderr is slow, not stuck, while it grows
+        self.seen_writes = None        # ``writes`` when written_out() last saw it change, and when
+        self.seen_at = 0.0
 
     def enabled(self, level, subsystem="pack"):
         try:
@@ -591,6 +593,16 @@ class Records:
                 return False
             writes = self.writes
         return True
+
+    def written_out(self):
+        """Whether every record made so far is written, for the drain to wait for them before the
+        exit: True too once stderr took no write for STUCK_STDERR_SECONDS, as they can't be."""
+        if not self.waiting and not self.lock.locked():
+            return True
+        now = time.monotonic()
+        if self.writes != self.seen_writes:
+            self.seen_writes, self.seen_at = self.writes, now
+        return now - self.seen_at >= STUCK_STDERR_SECONDS
 
     def after_fork(self):
         """In a child pack code forked: its records are written at once, under a lock of its own.
@@ -3393,8 +3405,9 @@ class PackService:
                            lock_timeout=0.5)
 
     def wait_drained(self, seconds):
-        """Until every call is settled, no answer is being written and, for ``limits.quiet``, no
-        connection has come (nor the signal), or ``seconds`` pass.
+        """Until every call is settled, no answer is being written, the records are written (a
+        slow stderr's too) and, for ``limits.quiet``, no connection has come (nor the signal), or
+        ``seconds`` pass.
 
         The quiet keeps the exit from cutting off a request that has just
         come: one sent on a kept-alive connection as the signal came, or by a
@@ -3406,7 +3419,7 @@ class PackService:
         end = start + seconds
         while time.monotonic() < end:
             quiet = time.monotonic() - max(start, self.server.last_accepted) >= self.limits.quiet
-            if self.unanswered <= 0 and not self.answering and quiet:
+            if self.unanswered <= 0 and not self.answering and quiet and self.records.written_out():
                 return True
             time.sleep(0.025)
         return False

@@ -703,6 +703,43 @@ def test_a_stuck_stderr_drops_records_rather_than_hold_up_answers(pack_index):
         service.close()
 
 
+def test_the_drain_waits_for_the_records_of_a_slow_stderr_before_stopped(pack_index):
+    """A log collector that reads slowly still has a backlog of records when SIGTERM comes: the
+    drain waits for them (they are being written), so none is lost and ``stopped`` comes last."""
+    service = UnreadService(pack_index)
+    got, done = [], threading.Event()
+
+    def read_slowly(fd):
+        while True:
+            chunk = os.read(fd, 4096)
+            if not chunk:
+                break
+            got.append(chunk)
+            time.sleep(0.05)   # 80 KB/s: slow, but working
+        done.set()
+
+    try:
+        service.read_until_listening()
+        message = {"v": 2, "kind": "invoke", "tool": {"id": "chatty"}, "input": {"records": 1000},
+                   "ctx": {"tenantId": "t", "runId": "r"}}
+        conn = http.client.HTTPConnection("127.0.0.1", service.port, timeout=15)
+        conn.request("POST", "/v1/invoke", body=json.dumps(message),
+                     headers={"kindgi-pack-token": TOKEN, "content-type": "application/json"})
+        threading.Thread(target=read_slowly, args=(service.proc.stderr.fileno(),), daemon=True).start()
+        assert json.loads(conn.getresponse().read())["output"] == {"logged": 1000}
+        conn.close()
+        service.proc.send_signal(signal.SIGTERM)
+        assert service.proc.wait(DRAIN_LIMIT + 5) == 0
+        assert done.wait(10)
+        records = [json.loads(line) for line in b"".join(got).split(b"\n") if line.startswith(b"{")]
+        assert sorted(record["n"] for record in records if record["message"] == "chat") == list(range(1000))
+        assert [record.get("kind") for record in records if record.get("kind") in ("call", "stopped")] == \
+            ["call", "stopped"]
+        assert records[-1]["kind"] == "stopped"
+    finally:
+        service.close()
+
+
 def post_quietly(port, message):
     """POST an invoke and ignore what happens: the test watches the process, not the answer."""
     conn = http.client.HTTPConnection("127.0.0.1", port, timeout=30)
