@@ -88,7 +88,8 @@ handler's phase and its deadline (the sweep sees the next value within half a
 second), ``PackService.answering`` and ``Records.waiting`` (sets and lists: one
 ``add``, ``discard`` or ``append`` is atomic; the waiting records are taken only
 by the thread holding ``Records.lock``), ``Records.stuck`` and ``Records.dropped``
-(records dropped while stderr takes no writes: a count one short is harmless), ``Call.stop_task`` (set once when the
+(records dropped while stderr takes no writes: a count one short is harmless),
+``Records.writes`` (a waiter sees the count change a round later at worst), ``Call.stop_task`` (set once when the
 task starts, ``settle`` setting the outcome first: see ``Call.cancel``; cleared
 once the task is over, and read once), and
 ``PackHTTPServer.last_accepted`` (the drain polls it: a stale one is read again
