@@ -631,7 +631,8 @@ class Records:
                 self._write_waiting()
             dropped, self.dropped = self.dropped, 0
             if dropped:
-                self.write("warn", "%d records were dropped: stderr took no writes for a while" % dropped,
+                self.write("warn", "%d %s dropped: stderr took no writes for a while"
+                           % (dropped, "record was" if dropped == 1 else "records were"),
                            event="records-dropped", fields={"count": dropped})
 
     def _write_waiting(self):
