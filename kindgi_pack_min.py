@@ -55,7 +55,8 @@ Threads, and what they share:
     watchman         serve()                  deadlines, callers who leave, stalled phases
     deadline answer  the watchman             writes one ``deadline-exceeded`` answer
     hang-up          the watchman             settles a call whose caller left (runs its callbacks)
-    records          serve()                  writes batched records to stderr
+    records          serve()                  writes every record made once serving (but lifecycle
+                                              records) to stderr, in batches
     lifecycle, drain Lifecycle                signals (their numbers, from C, on a pipe): drain, then exit
     cancelling       the drain, at its end    fires the cancellations of the calls it gave up on
     exit handlers    Lifecycle.stop           pack code's atexit handlers, after the drain (1 s at most)
@@ -72,6 +73,10 @@ in the thread at hand, and the first async call is answered 503
 
     lock                       guards
     Records.lock               the stderr file descriptor, and the batch being written
+    Records.queue_lock         the records waiting for the writer thread, and their bytes
+    Records.room               (a Condition on Records.queue_lock) room among them: the thread
+                               making a record waits on it while MAX_WAITING_RECORDS or
+                               MAX_WAITING_BYTES wait; the writer notifies it as it takes them
     PackService.lock           running / unanswered counts, the memory budget, draining
     PackService.loop_lock      starting the event loop of async pack code
     PackService.settled        (a Condition on PackService.lock) each call's ``done``: the
@@ -85,11 +90,13 @@ Read without a lock, because a stale value is harmless: ``draining`` (set once,
 never cleared), ``saying_draining`` (set once, to a thread already started),
 ``running`` for the early 503 (``admit`` checks again under the lock), a
 handler's phase and its deadline (the sweep sees the next value within half a
-second), ``PackService.answering`` and ``Records.waiting`` (sets and lists: one
-``add``, ``discard`` or ``append`` is atomic; the waiting records are taken only
-by the thread holding ``Records.lock``), ``Records.stuck`` and ``Records.dropped``
-(records dropped while stderr takes no writes: a count one short is harmless),
-``Records.writes`` (a waiter sees the count change a round later at worst), ``Call.stop_task`` (set once when the
+second), ``PackService.answering`` (a set: one ``add`` or ``discard`` is atomic),
+``Records.waiting`` in ``written_out`` (whether any record waits: the list is
+replaced, never emptied in place, by the thread holding ``Records.lock``),
+``Records.dropped`` (records dropped while stderr takes no writes: a count one
+short is harmless), ``Records.stuck`` as ``_write_all`` clears it (one record
+more dropped at once as stderr comes back is harmless), ``Records.writes`` (a
+waiter sees the count change a round later at worst), ``Call.stop_task`` (set once when the
 task starts, ``settle`` setting the outcome first: see ``Call.cancel``; cleared
 once the task is over, and read once), and
 ``PackHTTPServer.last_accepted`` (the drain polls it: a stale one is read again
@@ -238,8 +245,9 @@ TOO_MANY_DIGITS = 10 ** MAX_INT_DIGITS   # the least int with more digits than t
 MAX_ISSUES = 1000                    # validation issues in one answer
 MAX_CALLER_TEXT = 1024               # characters of a caller's string in a record
 RECORD_BATCH_SECONDS = 0.02          # how long a record may wait to be written with others
-MAX_WAITING_RECORDS = 4096           # beyond these, records are written by the thread making them
-MAX_BATCHED_RECORD = 4096            # longer records are written at once
+MAX_WAITING_RECORDS = 4096           # beyond these, the thread making a record waits for room
+MAX_WAITING_BYTES = 4 * 1024 * 1024  # and beyond these bytes (a record alone longer still waits, if none do)
+LONG_RECORD = 4096                   # a longer record wakes the writer thread at once, not after the gather
 STUCK_STDERR_SECONDS = 1.0           # once serving, how long a record waits for a stuck stderr before it is dropped
 PIPE_WRITE = 4096                    # a pipe never splits a write this long (PIPE_BUF on Linux; POSIX: 512+)
 JSON_CONTENT_TYPE = "application/json; charset=utf-8"
@@ -463,7 +471,9 @@ class Records:
     pass whatever the level; others are filtered by the level of their
     subsystem (``KINDGI_LOG_LEVELS``), else ``KINDGI_LOG_LEVEL``.  ``bound``
     fields (the pack's id and artifact version, once the index is read) go on
-    every record that doesn't name them itself.
+    every record that doesn't name them itself.  Once serving, a thread of
+    its own writes them all but lifecycle records: a stderr nobody reads
+    holds up no call (see ``_emit``).
     """
 
     def __init__(self, fd=2, level="info", levels=None, pretty=False):
@@ -475,8 +485,12 @@ class Records:
         self.bound = {}
         self.token = None              # a TokenCheck, for what pack code writes
         self.lock = threading.Lock()   # held through every write to the file descriptor
+        self.queue_lock = threading.Lock()             # held to add to ``waiting`` or take it
+        self.room = threading.Condition(self.queue_lock)   # notified once the waiting records are taken
         self.waiting = []              # encoded records for the writer thread, in order
-        self.wake_writer = threading.Event()
+        self.waiting_bytes = 0         # their length in all
+        self.wake_writer = threading.Event()   # records wait
+        self.hurry = threading.Event()         # a long record waits: no gathering
         self.writer = None             # the writer thread, once start_writer() has run
         self.stuck = False             # a record waited STUCK_STDERR_SECONDS in vain: drop the next at once
         self.dropped = 0               # records dropped so, for the writer thread to report
@@ -504,12 +518,15 @@ class Records:
         return self.ranks[name]
 
     def write(self, level, message, event=None, subsystem="pack", always=False, fields=None,
-              lock_timeout=-1):
-        """Write one record; ``always`` is for lifecycle records, written at once.
+              lock_timeout=-1, at_once=False):
+        """Write one record; ``always`` is for lifecycle records, written at once
+        whatever the level; ``at_once`` is for the writer thread's own.
 
-        With ``lock_timeout``, a record that can't have the lock in time is
-        written anyway, on a line of its own: the last words of a process
-        whose stderr is stuck mid-record.
+        With ``lock_timeout``, a lifecycle record that can't have the lock in
+        time is written anyway, on a line of its own: the last words of a
+        process whose stderr is stuck mid-record.  Another record that can't
+        have the queue's lock in time (its own thread holds it: a task's
+        ``__del__`` run by the collector) is dropped, and counted.
         """
         if not always and not self.enabled(level, subsystem):
             return
@@ -528,7 +545,7 @@ class Records:
         for key, value in self.bound.items():
             if key not in record:
                 record[key] = value
-        self._emit(self._line(record), lock_timeout, at_once=always)
+        self._emit(self._line(record), lock_timeout, at_once=always or at_once)
 
     def _line(self, record):
         """The record as one line of UTF-8 with its newline."""
@@ -551,30 +568,19 @@ class Records:
         return UNPRINTABLE.sub(_escape_char, line)
 
     def _emit(self, data, lock_timeout=-1, at_once=False):
-        """Write one record, or leave it for the writer thread.
+        """Leave one record for the writer thread, or write it.
 
-        Once serving, records wait up to RECORD_BATCH_SECONDS and go out
-        together: a write(2) per call hands the interpreter to another thread
-        and back, a fifth of a small call.  Lifecycle records, long ones and
-        any record made when too many wait are written at once, after those
-        waiting, so the order holds.
+        Once serving, only the writer thread writes: records wait up to
+        RECORD_BATCH_SECONDS and go out together (a write(2) per call hands
+        the interpreter to another thread and back, a fifth of a small call),
+        and a stderr nobody reads (a log collector that stopped) can't hold up
+        a call's answer.  Lifecycle records, and every record before serving
+        or in a forked child, are written at once, after those waiting, so
+        the order holds.
         """
-        waiting = self.waiting
-        if self.writer is not None and not at_once and len(data) <= MAX_BATCHED_RECORD \
-                and len(waiting) < MAX_WAITING_RECORDS:
-            waiting.append(data)
-            if not self.wake_writer.is_set():
-                self.wake_writer.set()
-            return
-        if self.writer is not None and not at_once and lock_timeout < 0:
-            # Serving: a stderr nobody reads (a log collector that stopped) must not hold up the
-            # answer of every call that makes a record, for ever.  The record is dropped, and
-            # counted: the writer thread reports the count once stderr takes its writes again.
-            if not self._lock_unless_stuck():
-                self.stuck = True
-                self.dropped += 1
-                return
-        elif not self.lock.acquire(timeout=lock_timeout):
+        if self.writer is not None and not at_once:
+            return self._queue(data, lock_timeout)
+        if not self.lock.acquire(timeout=lock_timeout):
             return self._write_all(b"\n" + data)   # stderr is stuck mid-record: last words on their own line
         try:
             self._write_waiting()
@@ -582,17 +588,55 @@ class Records:
         finally:
             self.lock.release()
 
-    def _lock_unless_stuck(self):
-        """Take the lock, waiting as long as stderr takes writes: False once it took none for
-        STUCK_STDERR_SECONDS (at once while it is found stuck).  A log collector that reads
-        slowly holds the lock through a long batch, but loses no record."""
+    def _queue(self, data, lock_timeout):
+        """Add the record to those waiting, once there is room: MAX_WAITING_RECORDS, MAX_WAITING_BYTES.
+
+        The thread making it waits for room as long as stderr takes writes
+        (a log collector that reads slowly loses no record); once it took none
+        for STUCK_STDERR_SECONDS, and at once while it is found stuck, the
+        record is dropped, and counted: the writer thread reports the count
+        once stderr takes its writes again.
+        """
+        size = len(data)
+        if not self.queue_lock.acquire(True, lock_timeout):   # positional: a keyword costs twice as much
+            self.dropped += 1   # this very thread holds it: a task's __del__, run by the collector
+            return
+        try:
+            if not self._has_room(size) and not self._wait_for_room(size):
+                self.stuck = True
+                self.dropped += 1
+                return
+            self.waiting.append(data)
+            self.waiting_bytes += size
+        finally:
+            self.queue_lock.release()
+        if size > LONG_RECORD:
+            self.hurry.set()
+        if not self.wake_writer.is_set():
+            self.wake_writer.set()
+
+    def _has_room(self, size):
+        """Whether a record of ``size`` bytes may join those waiting; the caller holds the queue's lock."""
+        waiting = self.waiting
+        return not waiting or (len(waiting) < MAX_WAITING_RECORDS
+                               and self.waiting_bytes + size <= MAX_WAITING_BYTES)
+
+    def _wait_for_room(self, size):
+        """Wait for room as long as stderr takes writes: False once it took none for
+        STUCK_STDERR_SECONDS (at once while it is found stuck).  The caller holds the queue's lock."""
         if self.stuck:
-            return self.lock.acquire(timeout=0)
+            return False
+        self.hurry.set()   # no gathering: the writer thread makes room as it takes those waiting
         writes = self.writes
-        while not self.lock.acquire(timeout=STUCK_STDERR_SECONDS):
-            if self.writes == writes:
-                return False
-            writes = self.writes
+        deadline = time.monotonic() + STUCK_STDERR_SECONDS
+        while not self._has_room(size):
+            left = deadline - time.monotonic()
+            if left <= 0:
+                if self.writes == writes:
+                    return False
+                writes, deadline = self.writes, deadline + STUCK_STDERR_SECONDS
+            else:
+                self.room.wait(left)
         return True
 
     def written_out(self):
@@ -612,8 +656,12 @@ class Records:
         to write, and the lock may be held by a thread only the parent has.
         """
         self.lock = threading.Lock()
+        self.queue_lock = threading.Lock()
+        self.room = threading.Condition(self.queue_lock)
         self.waiting = []
+        self.waiting_bytes = 0
         self.wake_writer = threading.Event()
+        self.hurry = threading.Event()
         self.writer = None
 
     def start_writer(self):
@@ -625,30 +673,30 @@ class Records:
     def _write_batches(self):
         while True:
             self.wake_writer.wait()
-            time.sleep(RECORD_BATCH_SECONDS)   # let a batch gather
-            self.wake_writer.clear()           # before taking it: a record added later wakes the next round
+            self.hurry.wait(RECORD_BATCH_SECONDS)   # let a batch gather, unless a long record waits
+            self.wake_writer.clear()                # before taking it: a record added later wakes the next round
+            self.hurry.clear()
             with self.lock:
                 self._write_waiting()
             dropped, self.dropped = self.dropped, 0
-            if dropped:
+            if dropped:   # written by this thread, which can't wait for room it alone makes
                 self.write("warn", "%d %s dropped: stderr took no writes for a while"
                            % (dropped, "record was" if dropped == 1 else "records were"),
-                           event="records-dropped", fields={"count": dropped})
+                           event="records-dropped", fields={"count": dropped}, at_once=True)
 
     def _write_waiting(self):
         """Write the records waiting for the writer thread; the caller holds the lock.
 
-        Other threads only ever append, so the first ``count`` stay put.
-        Whole records go out in writes of at most PIPE_WRITE bytes: a pipe
-        writes those in one piece, where a longer write to a full pipe goes
-        out in parts, and a line pack code writes to stderr meanwhile would
-        land inside a record.
+        They are taken all at once, which makes room for the threads waiting
+        for it.  Whole records go out in writes of at most PIPE_WRITE bytes:
+        a pipe writes those in one piece, where a longer write to a full pipe
+        goes out in parts, and a line pack code writes to stderr meanwhile
+        would land inside a record.
         """
-        waiting = self.waiting
-        count = len(waiting)
-        if count:
-            batch = waiting[:count]
-            del waiting[:count]
+        with self.queue_lock:
+            batch, self.waiting, self.waiting_bytes = self.waiting, [], 0
+            self.room.notify_all()
+        if batch:
             start = size = 0
             for end, data in enumerate(batch):
                 if size + len(data) > PIPE_WRITE and size:

@@ -633,6 +633,84 @@ def test_a_stuck_stderr_drops_records_and_counts_them_once_it_takes_writes(monke
     assert len(lines) == 60 - dropped + 1
 
 
+@pytest.mark.skipif(not sys.platform.startswith("linux"), reason="F_SETPIPE_SZ")
+def test_a_long_record_is_never_written_by_the_thread_making_it_once_serving(monkeypatch):
+    """Its thread would block in write(2) for as long as stderr stays stuck, its call unanswered."""
+    import threading
+    import time
+    records, start, finish = _records_on_a_small_pipe(monkeypatch, None)
+    unblock = threading.Timer(3, start.set)   # where the maker blocks, the test fails rather than hangs
+    unblock.start()
+    writers = []
+    write_all = records._write_all
+    monkeypatch.setattr(records, "_write_all",
+                        lambda data: (writers.append(threading.current_thread()), write_all(data)))
+    began = time.monotonic()
+    for number in range(3):
+        records.write("error", "long %d" % number, fields={"stack": "x" * 300000})
+        records.write("info", "short %d" % number)
+    assert time.monotonic() - began < 1, "a stuck stderr held the maker of a long record"
+    unblock.cancel()
+    lines = [json.loads(line) for line in finish()]
+    assert [line["message"] for line in lines] == ["long 0", "short 0", "long 1", "short 1", "long 2", "short 2"]
+    assert writers and set(writers) == {records.writer}
+
+
+@pytest.mark.skipif(not sys.platform.startswith("linux"), reason="F_SETPIPE_SZ")
+def test_the_records_waiting_are_bounded_in_bytes_too(monkeypatch):
+    """A stuck stderr: records wait up to MAX_WAITING_BYTES, beyond which they are dropped, and
+    counted; a record alone longer than that still waits, when none do."""
+    import time
+    monkeypatch.setattr(kpm, "MAX_WAITING_BYTES", 20000)
+    records, start, finish = _records_on_a_small_pipe(monkeypatch, None)
+    records.write("info", "first %s" % ("x" * 5000))
+    time.sleep(0.2)   # the writer thread takes it, and blocks on the full pipe
+    assert records.waiting == []
+    records.write("info", "alone %s" % ("x" * 30000))
+    assert len(records.waiting) == 1 and records.waiting_bytes == len(records.waiting[0]) > 20000
+    records.write("info", "one too many")
+    assert records.dropped == 1 and len(records.waiting) == 1
+    lines = [json.loads(line) for line in finish()]
+    assert [line["message"].split()[0] for line in lines] == ["first", "alone", "1"]
+    assert lines[-1]["count"] == 1
+
+
+@pytest.mark.skipif(not sys.platform.startswith("linux"), reason="F_SETPIPE_SZ")
+def test_the_bytes_waiting_are_counted_exactly_and_never_pass_the_bound(monkeypatch):
+    import threading
+    monkeypatch.setattr(kpm, "MAX_WAITING_BYTES", 30000)
+    records, start, finish = _records_on_a_small_pipe(monkeypatch, 0.01)
+    start.set()
+    seen = []
+
+    def make(name):
+        for number in range(40):
+            records.write("info", "%s %d %s" % (name, number, "x" * (200 + 4000 * (number % 3))))
+            with records.queue_lock:
+                seen.append((records.waiting_bytes, sum(map(len, records.waiting))))
+
+    threads = [threading.Thread(target=make, args=(name,)) for name in "abc"]
+    for thread in threads:
+        thread.start()
+    for thread in threads:
+        thread.join(30)
+    lines = [json.loads(line) for line in finish()]
+    assert all(counted == actual <= 30000 for counted, actual in seen)
+    for name in "abc":   # none lost, each thread's in the order made
+        assert [int(line["message"].split()[1]) for line in lines
+                if line["message"].startswith(name + " ")] == list(range(40))
+
+
+@pytest.mark.skipif(not sys.platform.startswith("linux"), reason="F_SETPIPE_SZ")
+def test_long_and_short_records_keep_their_order_through_a_slow_stderr(monkeypatch):
+    records, start, finish = _records_on_a_small_pipe(monkeypatch, 0.03)
+    start.set()
+    for number in range(80):
+        records.write("info", "record %d %s" % (number, "x" * (9000 if number % 4 == 0 else 300)))
+    lines = [json.loads(line) for line in finish()]
+    assert [line["message"].split()[1] for line in lines] == [str(number) for number in range(80)]
+
+
 def test_records_escape_what_splits_or_drives_a_terminal(pipe_records):
     make, lines = pipe_records
     records = make()

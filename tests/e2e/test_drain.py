@@ -655,10 +655,11 @@ def test_signal_while_a_record_is_being_written_still_stops(pack_index):
 
 
 def test_stuck_stderr_does_not_hold_the_exit(pack_index):
-    """A handler's record blocks on a stderr nobody reads: the drain must still end the process.
+    """A handler's record blocks the writer thread on a stderr nobody reads: the drain must still
+    end the process.
 
-    Like any handler that never returns, it may hold the drain to its end
-    (shortened to 1 s here, 8 s as shipped); the service then gives its last
+    The drain waits for it until stderr took no write for 1 s (at most to its
+    end: 1 s here, 8 s as shipped); the service then gives its last
     words (``stopped``, which can't be written here) up to 2 s more.  The
     bound is about the process ending at all, with room for a loaded machine;
     it is not a timing measurement.
@@ -697,6 +698,40 @@ def test_a_stuck_stderr_drops_records_rather_than_hold_up_answers(pack_index):
             if not select.select([fd], [], [], 0.1)[0]:
                 continue
             *lines, pending = (pending + os.read(fd, 65536)).split(b"\n")
+            dropped = next((json.loads(line) for line in lines if b'"records-dropped"' in line), None)
+        assert dropped is not None and dropped["count"] > 0 and dropped["level"] == "warn"
+    finally:
+        service.close()
+
+
+def test_a_stuck_stderr_holds_up_no_call_that_logs_a_long_record(pack_index):
+    """A record far bigger than a pipe holds (pack code's error with its stack, say) was written by
+    the call's own thread: with stderr unread, the call got no answer until its deadline.  Here
+    every call logs 300 KB, more in all than may wait: the answers come at once all the same,
+    and the records dropped are counted once stderr is read again."""
+    service = UnreadService(pack_index)
+    try:
+        service.read_until_listening()
+        message = {"v": 2, "kind": "invoke", "tool": {"id": "loud"}, "input": {},
+                   "ctx": {"tenantId": "t", "runId": "r"}}
+        for _ in range(20):   # 6 MB of records
+            began = time.monotonic()
+            conn = http.client.HTTPConnection("127.0.0.1", service.port, timeout=3)
+            conn.request("POST", "/v1/invoke", body=json.dumps(message),
+                         headers={"kindgi-pack-token": TOKEN, "content-type": "application/json"})
+            assert json.loads(conn.getresponse().read())["output"] == {}
+            conn.close()
+            assert time.monotonic() - began < 3
+        conn = http.client.HTTPConnection("127.0.0.1", service.port, timeout=3)
+        conn.request("GET", "/healthz")
+        assert conn.getresponse().status == 200
+        conn.close()
+        fd, pending, dropped = service.proc.stderr.fileno(), b"", None
+        deadline = time.monotonic() + 20
+        while dropped is None and time.monotonic() < deadline:
+            if not select.select([fd], [], [], 0.1)[0]:
+                continue
+            *lines, pending = (pending + os.read(fd, 1 << 20)).split(b"\n")
             dropped = next((json.loads(line) for line in lines if b'"records-dropped"' in line), None)
         assert dropped is not None and dropped["count"] > 0 and dropped["level"] == "warn"
     finally:
