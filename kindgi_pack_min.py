@@ -598,8 +598,11 @@ class Records:
         once stderr takes its writes again.
         """
         size = len(data)
-        if not self.queue_lock.acquire(True, lock_timeout):   # positional: a keyword costs twice as much
-            self.dropped += 1   # this very thread holds it: a task's __del__, run by the collector
+        # The queue's lock is held for moments only (waiting for room lets go of it): a thread
+        # that can't have it in time holds it itself, in a finalizer the collector runs there (a
+        # task's __del__, pack code's own).  Its record is dropped, not waited for for ever.
+        if not self.queue_lock.acquire(True, STUCK_STDERR_SECONDS if lock_timeout < 0 else lock_timeout):
+            self.dropped += 1
             return
         try:
             if not self._has_room(size) and not self._wait_for_room(size):
