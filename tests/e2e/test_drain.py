@@ -632,6 +632,34 @@ class UnreadService:
             pass
         return self.proc.returncode, time.monotonic() - signalled_at
 
+    def send_call(self, tool_id, tool_input, timeout):
+        """POST a call to ``tool_id``; the connection, its answer still to be read."""
+        message = {"v": 2, "kind": "invoke", "tool": {"id": tool_id}, "input": tool_input,
+                   "ctx": {"tenantId": "t", "runId": "r"}}
+        conn = http.client.HTTPConnection("127.0.0.1", self.port, timeout=timeout)
+        conn.request("POST", "/v1/invoke", body=json.dumps(message),
+                     headers={"kindgi-pack-token": TOKEN, "content-type": "application/json"})
+        return conn
+
+    def output_of(self, tool_id, tool_input, timeout):
+        """Call ``tool_id`` and return its output, within ``timeout`` seconds."""
+        conn = self.send_call(tool_id, tool_input, timeout)
+        try:
+            return json.loads(conn.getresponse().read())["output"]
+        finally:
+            conn.close()
+
+    def read_until_dropped(self, seconds):
+        """Read stderr now, up to the ``records-dropped`` record; return it (None if none came)."""
+        fd, pending, dropped = self.proc.stderr.fileno(), b"", None
+        deadline = time.monotonic() + seconds
+        while dropped is None and time.monotonic() < deadline:
+            if not select.select([fd], [], [], 0.1)[0]:
+                continue
+            *lines, pending = (pending + os.read(fd, 1 << 20)).split(b"\n")
+            dropped = next((json.loads(line) for line in lines if b'"records-dropped"' in line), None)
+        return dropped
+
     def close(self):
         if self.proc.poll() is None:
             self.proc.kill()
@@ -685,20 +713,8 @@ def test_a_stuck_stderr_drops_records_rather_than_hold_up_answers(pack_index):
     service = UnreadService(pack_index)
     try:
         service.read_until_listening()
-        message = {"v": 2, "kind": "invoke", "tool": {"id": "chatty"}, "input": {"records": 12000},
-                   "ctx": {"tenantId": "t", "runId": "r"}}
-        conn = http.client.HTTPConnection("127.0.0.1", service.port, timeout=15)
-        conn.request("POST", "/v1/invoke", body=json.dumps(message),
-                     headers={"kindgi-pack-token": TOKEN, "content-type": "application/json"})
-        assert json.loads(conn.getresponse().read())["output"] == {"logged": 12000}
-        conn.close()
-        fd, pending, dropped = service.proc.stderr.fileno(), b"", None
-        deadline = time.monotonic() + 10
-        while dropped is None and time.monotonic() < deadline:
-            if not select.select([fd], [], [], 0.1)[0]:
-                continue
-            *lines, pending = (pending + os.read(fd, 65536)).split(b"\n")
-            dropped = next((json.loads(line) for line in lines if b'"records-dropped"' in line), None)
+        assert service.output_of("chatty", {"records": 12000}, timeout=15) == {"logged": 12000}
+        dropped = service.read_until_dropped(10)
         assert dropped is not None and dropped["count"] > 0 and dropped["level"] == "warn"
     finally:
         service.close()
@@ -712,27 +728,15 @@ def test_a_stuck_stderr_holds_up_no_call_that_logs_a_long_record(pack_index):
     service = UnreadService(pack_index)
     try:
         service.read_until_listening()
-        message = {"v": 2, "kind": "invoke", "tool": {"id": "loud"}, "input": {},
-                   "ctx": {"tenantId": "t", "runId": "r"}}
         for _ in range(20):   # 6 MB of records
             began = time.monotonic()
-            conn = http.client.HTTPConnection("127.0.0.1", service.port, timeout=3)
-            conn.request("POST", "/v1/invoke", body=json.dumps(message),
-                         headers={"kindgi-pack-token": TOKEN, "content-type": "application/json"})
-            assert json.loads(conn.getresponse().read())["output"] == {}
-            conn.close()
+            assert service.output_of("loud", {}, timeout=3) == {}
             assert time.monotonic() - began < 3
         conn = http.client.HTTPConnection("127.0.0.1", service.port, timeout=3)
         conn.request("GET", "/healthz")
         assert conn.getresponse().status == 200
         conn.close()
-        fd, pending, dropped = service.proc.stderr.fileno(), b"", None
-        deadline = time.monotonic() + 20
-        while dropped is None and time.monotonic() < deadline:
-            if not select.select([fd], [], [], 0.1)[0]:
-                continue
-            *lines, pending = (pending + os.read(fd, 1 << 20)).split(b"\n")
-            dropped = next((json.loads(line) for line in lines if b'"records-dropped"' in line), None)
+        dropped = service.read_until_dropped(20)
         assert dropped is not None and dropped["count"] > 0 and dropped["level"] == "warn"
     finally:
         service.close()
@@ -755,11 +759,7 @@ def test_the_drain_waits_for_the_records_of_a_slow_stderr_before_stopped(pack_in
 
     try:
         service.read_until_listening()
-        message = {"v": 2, "kind": "invoke", "tool": {"id": "chatty"}, "input": {"records": 1000},
-                   "ctx": {"tenantId": "t", "runId": "r"}}
-        conn = http.client.HTTPConnection("127.0.0.1", service.port, timeout=15)
-        conn.request("POST", "/v1/invoke", body=json.dumps(message),
-                     headers={"kindgi-pack-token": TOKEN, "content-type": "application/json"})
+        conn = service.send_call("chatty", {"records": 1000}, timeout=15)
         threading.Thread(target=read_slowly, args=(service.proc.stderr.fileno(),), daemon=True).start()
         assert json.loads(conn.getresponse().read())["output"] == {"logged": 1000}
         conn.close()
