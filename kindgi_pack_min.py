@@ -96,9 +96,9 @@ replaced, never emptied in place, by the thread holding ``Records.lock``),
 ``Records.dropped`` (records dropped while stderr takes no writes: a count one
 short is harmless), ``Records.stuck`` as ``_write_all`` clears it (one record
 more dropped at once as stderr comes back is harmless), ``Records.writes`` (a
-waiter sees the count change a round later at worst), ``Call.stop_task`` (set once when the
-task starts, ``settle`` setting the outcome first: see ``Call.cancel``; cleared
-once the task is over, and read once), and
+waiter sees the count change a round later at worst), ``Call.stop_task`` (set
+once when the task starts, ``settle`` setting the outcome first: see
+``Call.cancel``; cleared once the task is over, and read once), and
 ``PackHTTPServer.last_accepted`` (the drain polls it: a stale one is read again
 25 ms later).
 
