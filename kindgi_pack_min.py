@@ -3844,11 +3844,16 @@ class Lifecycle:
         if self.records is not None:
             self.records.write("info", "Stopped before the check finished" if self.checking else "Stopped",
                                event="stopped", always=True, lock_timeout=0.5)
-        for stream in (sys.stdout, sys.stderr):
-            try:
-                stream.flush()
-            except Exception:
-                pass  # a closed or broken stream: nothing left to say
+        flush_output()
+
+
+def flush_output():
+    """Flush what pack code printed before ``os._exit``, which flushes nothing."""
+    for stream in (sys.stdout, sys.stderr):
+        try:
+            stream.flush()
+        except Exception:
+            pass  # a closed or broken stream: nothing left to say
 
 
 def make_records(config):
@@ -4161,11 +4166,7 @@ def leave(code, limits):
     most, then ``os._exit``.  A normal exit would wait for every thread a module left running (a
     worker, a scheduler), for ever: the failed boot or the passed check would never end."""
     Lifecycle._run_exit_handlers(limits.exit_handlers)
-    for stream in (sys.stdout, sys.stderr):
-        try:
-            stream.flush()
-        except Exception:
-            pass  # a closed or broken stream: nothing left to say
+    flush_output()
     os._exit(code)
 
 
