@@ -3704,6 +3704,7 @@ class Lifecycle:
         self.checking = False          # --check: a stop before its end is a check that did not pass
         self.lock = threading.Lock()   # orders ``listening`` and ``stopped``
         self.exit_handlers_once = threading.Lock()   # taken by the first stop, which runs them
+        self.last_words_once = threading.Lock()      # taken by the stop that says `stopped` and exits
         self.wake_r, self.wake_w = os.pipe()
         os.set_blocking(self.wake_w, False)
         self.thread = start_thread(self._run, "lifecycle")   # None: main() fails the boot
@@ -3807,7 +3808,9 @@ class Lifecycle:
         can't hold the exit.
 
         The exit handlers run only after a drain, and once: a second signal
-        while they run ends the process at once.  The last words go from a
+        while they run ends the process at once.  The drain's end and a
+        second signal may both come here: only the first says ``stopped``,
+        and the other returns.  The last words go from a
         thread of their own, given a second: a stderr nobody reads must not
         keep the process alive.
         """
@@ -3818,6 +3821,8 @@ class Lifecycle:
             saying_draining.join(1.0)
         if self.service is not None and self.exit_handlers_once.acquire(False):   # a second signal skips them
             self._run_exit_handlers(self.service.limits.exit_handlers)
+        if not self.last_words_once.acquire(False):
+            return   # the other stop says it, and exits
         last_words = start_thread(self._last_words, "last words")
         if last_words is None:
             self._last_words()

@@ -886,6 +886,46 @@ def test_a_subsystem_that_is_not_a_non_empty_string_is_root(pipe_records):
     assert [json.loads(line)["subsystem"] for line in lines(records)] == ["root"] * 4 + ["mine"]
 
 
+# -- the stop ------------------------------------------------------------------
+
+def test_the_drains_end_and_a_second_signal_say_stopped_once(monkeypatch):
+    """A second signal gives up on the calls in flight, which ends the drain too: both threads
+    then stop the process, and only one may write ``stopped``."""
+    import threading
+    import time
+
+    class SlowRecords:   # a stderr that takes its time, so both stops meet at their last words
+        def __init__(self):
+            self.stopped = []
+
+        def write(self, level, message, event=None, **kw):
+            time.sleep(0.2)
+            self.stopped.append(event)
+
+    exits = []
+    monkeypatch.setattr(kpm.os, "_exit", exits.append)
+    lifecycle = object.__new__(kpm.Lifecycle)   # no signal handlers, no thread: only what stop() uses
+    lifecycle.lock = threading.Lock()
+    lifecycle.exit_handlers_once = threading.Lock()
+    lifecycle.last_words_once = threading.Lock()
+    lifecycle.records = SlowRecords()
+    lifecycle.service = None
+    lifecycle.checking = False
+    both = threading.Barrier(2)
+
+    def stop():
+        both.wait()
+        lifecycle.stop(0)
+
+    threads = [threading.Thread(target=stop) for _ in range(2)]
+    for thread in threads:
+        thread.start()
+    for thread in threads:
+        thread.join(5)
+    assert lifecycle.records.stopped == ["stopped"]
+    assert exits == [0]
+
+
 # -- configuration -------------------------------------------------------------
 
 def test_every_configuration_problem_at_once():
