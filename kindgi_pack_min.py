@@ -2239,7 +2239,7 @@ class PackRequestHandler(BaseHTTPRequestHandler):
         self.close_connection = True
         with service.settled:
             service.settled.wait_for(lambda: call.done, self.limits.write)
-        if call.target.name == "tool" and answer is not None:  # None: its async task was cancelled
+        if answer is not None:  # None: its async task was cancelled
             after_ms = call.elapsed_ms()   # once: the message and the field say the same
             service.records.write("warn", "%s %s finished %d ms after its call ended"
                                   % (call.target.name, call.record_id, after_ms),

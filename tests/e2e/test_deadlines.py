@@ -79,6 +79,16 @@ def bad_callback(input, ctx):
 def slow_check(config, trace):
     time.sleep(config["seconds"])
     return True
+
+@guardrail(id="stubborn-check", on_violation="block")
+async def stubborn_check(config, trace):
+    end = time.monotonic() + config["seconds"]
+    while time.monotonic() < end:   # its cancellation is swallowed: it finishes late
+        try:
+            await asyncio.sleep(end - time.monotonic())
+        except asyncio.CancelledError:
+            pass
+    return True
 '''
 
 
@@ -88,6 +98,7 @@ def write_pack(folder):
     for name in ("echo", "nap", "wait-cancel", "async-wait", "async-block", "bad-callback"):
         pack.tool(name, "tools/main.py")
     pack.guardrail("slow-check", "tools/main.py")
+    pack.guardrail("stubborn-check", "tools/main.py")
     return pack.write()
 
 
@@ -223,6 +234,17 @@ def test_check_deadline(service):
     resp = service.call_check("slow-check", config={"seconds": 1.5}, headers={"kindgi-timeout-ms": "250"})
     assert time.monotonic() - start < 1.4
     assert resp.json == deadline_answer("slow-check", "checkId")
+
+
+@pytest.mark.parametrize("check_id", ["slow-check", "stubborn-check"])
+def test_a_check_finishing_after_its_deadline_is_logged(service, check_id):
+    """As a tool is: the official service writes it for an async check."""
+    resp = service.call_check(check_id, config={"seconds": 0.6}, headers={"kindgi-timeout-ms": "150"})
+    assert resp.json == deadline_answer(check_id, "checkId")
+    record = service.wait_record("handler-finished-late", where=lambda r: r.get("checkId") == check_id)
+    assert (record["level"], record["target"]) == ("warn", "check")
+    assert record["message"] == "check %s finished %d ms after its call ended" % (check_id, record["afterMs"])
+    assert record["afterMs"] >= 600
 
 
 # -- the cap and late handlers ---------------------------------------------------------------
