@@ -1986,7 +1986,6 @@ def error_body(message):
 
 BAD_TOKEN = error_body("Bad pack token")
 BAD_TYPE = error_body("Content-Type must be application/json")
-TOO_LARGE = error_body("Request body too large")
 TENANT_MISMATCH = _dump_compact_ascii({"error": "This pack service serves another tenant",
                                        "code": "pack-tenant-mismatch"}).encode()
 HEALTHY = b'{"status":"ok"}'
