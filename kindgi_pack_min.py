@@ -28,10 +28,12 @@ The contract:
 
 The path of a request, and the functions that take it:
 
-    PackHTTPServer.process_request    accept; a thread per connection, or 503 at the cap
+    PackHTTPServer.process_request    accept; a thread per connection; over the cap, a few
+                                      for the probes only (ProbeRequestHandler), then 503
     PackRequestHandler.handle         one request after another on the connection
       read_request_head               the head, parsed and checked (parse_head)
-      route                           404, 405, then for token routes: 401 (TokenCheck), 421
+      route                           404, 405, then for token routes: 503 on a probes-only
+                                      connection, 401 (TokenCheck), 421
       invoke                          503 not ready / overloaded, 415, body (read_body: 413),
                                       read_envelope (200 errors), 421 for ctx.tenantId,
                                       PackService.admit (503 overloaded)
@@ -42,7 +44,7 @@ The path of a request, and the functions that take it:
                                       the deadline (Watchman), the caller leaving, the drain
         PackService.call_record       the ``call`` record, before the answer (so records
                                       come in the order callers see answers)
-        answer_invoke / answer        the answer leaves, one write
+        answer_invoke / answer        the answer leaves, in one write (two for a big body)
       Call.cancel                     for a deadline, a caller gone or the drain's end: the
                                       call's cancellation fires (pack code's callbacks), after
                                       the answer
@@ -2248,7 +2250,8 @@ class PackRequestHandler(BaseHTTPRequestHandler):
     # -- answers --------------------------------------------------------------
 
     def answer(self, status, body, headers=(), close=False):
-        """Write one whole answer with a single send, within the write limit.
+        """Write one whole answer, within the write limit: the head and the body in one send, or
+        a body longer than BIG_ANSWER in a second send of its own (not copied after the head).
 
         The connection closes after it when asked, while draining, and when
         the request's body was not read (it can't be told from a next request).
