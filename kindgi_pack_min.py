@@ -55,23 +55,28 @@ Threads, and what they share:
     main             the interpreter          boots, then accepts connections (serve_forever)
     connection       process_request          reads requests, runs its own calls' sync pack code
     watchman         serve()                  deadlines, callers who leave, stalled phases
-    deadline answer  the watchman             writes one ``deadline-exceeded`` answer
+    deadline         the watchman             answers a call past its deadline (runs its callbacks)
     hang-up          the watchman             settles a call whose caller left (runs its callbacks)
     records          serve()                  writes every record made once serving (but lifecycle
                                               records) to stderr, in batches
     lifecycle, drain Lifecycle                signals (their numbers, from C, on a pipe): drain, then exit
-    cancelling       the drain, at its end    fires the cancellations of the calls it gave up on
+    cancelling       the drain's end, or a    fires the cancellations of the calls it gave up on
+                     second signal
     exit handlers    Lifecycle.stop           pack code's atexit handlers, after the drain (1 s at most)
+    last words       Lifecycle.stop           writes ``stopped``, flushes pack code's output (1 s at most)
     saying draining  begin_drain              writes ``draining`` (``stop`` waits for it, 1 s at most)
     event loop       main(), or the first     runs all async pack code, and the tasks it leaves
                      async call
     child            asyncio (3.6 and 3.7)    waits for one child process of async pack code
+                                              (threaded_child_watcher)
 
 The service's threads come from ``start_thread``, and each has a way on
 when the process is at its limit of threads: a new connection is answered
 503, a settle is tried again next tick, the drain and the last records run
 in the thread at hand, and the first async call is answered 503
-(``OutOfThreads``; the next one starts the loop).
+(``OutOfThreads``; the next one starts the loop).  Only a child's thread is
+started by asyncio's call into the watcher: one that can't start fails pack
+code's own subprocess call.
 
     lock                       guards
     Records.lock               the stderr file descriptor, and the batch being written
@@ -84,13 +89,20 @@ in the thread at hand, and the first async call is answered 503
     PackService.settled        (a Condition on PackService.lock) each call's ``done``: the
                                connection thread that lost the race to settle its call waits on it
     Call.lock                  the call's outcome: the first party to settle wins
-    Watchman.lock              the calls being watched
-    PackHTTPServer.count_lock  the count of open connections
+    Watchman.lock              the calls being watched (and their sockets in its selector), and
+                               those held for a thread to settle them
+    PackHTTPServer.count_lock  the counts of open connections and of probes-only ones
     Lifecycle.lock             ``listening`` versus ``stopped``
+    Lifecycle.exit_handlers_once  taken, never given back, by the first stop: it alone runs pack
+                               code's exit handlers
+    Lifecycle.last_words_once  taken, never given back, by the stop that writes ``stopped`` and
+                               exits: the other one returns
 
 Read without a lock, because a stale value is harmless: ``draining`` (set once,
 never cleared), ``saying_draining`` (set once, to a thread already started),
-``running`` for the early 503 (``admit`` checks again under the lock), a
+``running`` for the early 503 (``admit`` checks again under the lock),
+``unanswered`` in ``wait_drained`` (the drain polls it: a stale one is read again
+25 ms later), ``PackHTTPServer.open_connections`` (a count in a record), a
 handler's phase and its deadline (the sweep sees the next value within half a
 second), ``PackService.answering`` (a set: one ``add`` or ``discard`` is atomic),
 ``Records.waiting`` in ``written_out`` (whether any record waits: the list is
