@@ -3824,9 +3824,9 @@ class Lifecycle:
         The exit handlers run only after a drain, and once: a second signal
         while they run ends the process at once.  The drain's end and a
         second signal may both come here: only the first says ``stopped``,
-        and the other returns.  The last words go from a
-        thread of their own, given a second: a stderr nobody reads must not
-        keep the process alive.
+        and the other returns.  The last words go from a thread of their
+        own, given a second: a stderr nobody reads must not keep the process
+        alive.
         """
         if self.lock.acquire(timeout=1.0):   # serve() may be stuck writing `listening`
             self.lock.release()
