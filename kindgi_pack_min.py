@@ -2379,19 +2379,19 @@ def model_refused(call, message, issues):
     """The ``input-validation-failed`` answer for a model's own validation error: its first
     MAX_ISSUES issues, and the message says how many more there were, as for a schema's.  A
     trace of 100,000 empty tool calls has 300,000 issues: 38 MB of answer."""
-    left_out = len(issues) - MAX_ISSUES
-    if left_out > 0:
-        issues = issues[:MAX_ISSUES]
-        message += "; %d more issues left out" % left_out
-    return call.error("input-validation-failed", message, issues=issues)
+    return call.error("input-validation-failed", with_left_out(message, len(issues) - MAX_ISSUES),
+                      issues=issues[:MAX_ISSUES])
 
 
 def validation_failed(call, code, message, validator, value):
     """The ``*-validation-failed`` answer for a value its schema refuses."""
     issues, left_out = validator.first_issues(value, MAX_ISSUES)   # the rest counted, never made
-    if left_out:
-        message += "; %d more issues left out" % left_out
-    return call.error(code, message, issues=issues)
+    return call.error(code, with_left_out(message, left_out), issues=issues)
+
+
+def with_left_out(message, left_out):
+    """``message``, and how many issues past the first MAX_ISSUES the answer leaves out, if any."""
+    return message + "; %d more issues left out" % left_out if left_out > 0 else message
 
 
 def to_jsonable(value):
@@ -2911,9 +2911,9 @@ def call_check(call):
                               % (check_id, entry.config_schema_error))
         if not entry.config_validator.is_valid(config):
             issues, left_out = entry.config_validator.first_issues(config, MAX_ISSUES)
-            return call.error("input-validation-failed", 'Check "%s" config failed validation%s%s' % (
-                check_id, first_issue_text(issues),
-                "; %d more issues left out" % left_out if left_out else ""), issues=issues)
+            return call.error("input-validation-failed", with_left_out(
+                'Check "%s" config failed validation%s' % (check_id, first_issue_text(issues)), left_out),
+                issues=issues)
     what = 'Check "%s" evaluate()' % check_id
     parsed = []
     for part, parse, value in (("config", check.parse_config, config),
