@@ -1963,11 +1963,10 @@ def read_envelope(text):
 
 
 def parse_timeout_ms(raw):
-    """``kindgi-timeout-ms``: positive decimal digits, else the default."""
-    raw = (raw or "").strip()
-    if DIGITS.match(raw) and raw.strip("0"):
-        return int(raw) if len(raw) <= 12 else MAX_TIMEOUT_MS
-    return DEFAULT_TIMEOUT_MS
+    """``kindgi-timeout-ms``: positive decimal digits (leading zeros too), at most MAX_TIMEOUT_MS;
+    else the default."""
+    number = read_decimal((raw or "").strip())
+    return min(number, MAX_TIMEOUT_MS) if number else DEFAULT_TIMEOUT_MS
 
 
 TRACEPARENT = re.compile(r"^([0-9a-f]{2})-([0-9a-f]{32})-([0-9a-f]{16})-([0-9a-f]{2})(-.*)?$")
