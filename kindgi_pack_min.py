@@ -3221,7 +3221,8 @@ IN_MESSAGE = ("target", "id", "outcome", "durationMs")
 
 
 class PackService:
-    """Readiness, the concurrency cap, the memory budget, the drain, and the records about calls.
+    """Who may call, readiness, the concurrency cap, the memory budget, where pack code runs, the
+    records about calls, and the drain.
 
     ``running`` counts calls whose pack code runs, even past their deadline:
     it is what the cap bounds.  ``unanswered`` counts calls not yet settled:
@@ -3317,7 +3318,7 @@ class PackService:
         with self.lock:
             self.memory -= size
 
-    # -- records ----------------------------------------------------------------
+    # -- what a call's records carry ---------------------------------------------
 
     def caller_text(self, value):
         """A caller's string as a record carries it: never the token, and at most MAX_CALLER_TEXT long."""
@@ -3331,6 +3332,8 @@ class PackService:
         """``ctx.log``: the call's ids, then the pack's and ``target``, in every record, as the SDK's."""
         return self.call_logger.child(fields, **self.call_log_bindings)
 
+    # -- where pack code runs: a fresh context each call, the event loop of async code --
+
     def in_a_fresh_context(self, run, *args):
         """``run(*args)`` in a copy of the context the boot left, as each request is on the official
         service: what one call sets in a ContextVar (the current user, say) is never seen by the
@@ -3338,8 +3341,6 @@ class PackService:
         if self.boot_context is None:
             return run(*args)
         return self.boot_context.copy().run(run, *args)
-
-    # -- the event loop of async pack code -------------------------------------------
 
     def event_loop(self):
         """The one event loop all async pack code runs on, in a thread of its own.
@@ -3414,6 +3415,8 @@ class PackService:
         self.records.write("warn", "Async pack code: %s" % scrub_text(text, token), event="pack-task-error",
                            fields={"stack": scrub_text(format_stack(exc), token)} if exc is not None else None,
                            lock_timeout=0.5)
+
+    # -- the service's own failures, and a call's end ----------------------------
 
     def failed(self, exc, what):
         """The service itself failed: a ``service-error`` record, and the 500 answer's body."""
