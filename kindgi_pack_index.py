@@ -239,15 +239,12 @@ def resolved(path):
 def _kindgi(service):
     """The ``kindgi`` pack modules import: the SDK when it imports, else the service's stand-in.
 
-    The service makes the same choice, so the indexed objects are those it will serve.
-    The stand-in's loggers write nothing here: the indexer's output is the outcome alone.
+    The service's own choice (``installed_sdk``), so the indexed objects are those it will
+    serve: a broken or partial SDK is passed over here too.  The stand-in's loggers write
+    nothing here: the indexer's output is the outcome alone.
     """
-    try:
-        import kindgi
-        import kindgi.pack.define  # noqa: F401
-    except ImportError:
-        return service.install_standin()
-    return kindgi
+    kindgi, _ = service.installed_sdk()
+    return kindgi if kindgi is not None else service.install_standin()
 
 
 def index_pack(service, kindgi, discovered, config):

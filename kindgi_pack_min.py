@@ -1257,20 +1257,35 @@ def receive_handoff(environ):
 # Which ``kindgi`` pack code gets
 # ---------------------------------------------------------------------------
 
-def load_kindgi(records):
-    """The real SDK when it imports; otherwise the stand-in, installed in sys.modules."""
+def installed_sdk():
+    """``(kindgi, None)``: the real SDK, when it imports with what pack code uses; else ``(None,
+    failure)``, ``failure`` what a broken install raised (None when none is installed).
+
+    The service and the indexer (kindgi_pack_index.py) both choose here, so what is indexed
+    is what is served: the stand-in wherever the SDK is missing, partial or broken.
+    """
     try:
         import kindgi
         import kindgi.pack.context  # noqa: F401
         if all(hasattr(kindgi, name) for name in ("tool", "guardrail", "Tool", "Guardrail",
                                                    "ToolContext", "Cancellation")):
-            return kindgi
+            return kindgi, None
     except Exception as exc:  # a broken install must not stop the service
-        if not isinstance(exc, ImportError):
-            records.write("warn", "The installed kindgi SDK failed to import (%s: %s); "
-                          "using the built-in stand-in" % (type(exc).__name__, exc), event="sdk-fallback")
         for name in [n for n in sys.modules if n == "kindgi" or n.startswith("kindgi.")]:
             del sys.modules[name]
+        if not isinstance(exc, ImportError):
+            return None, "%s: %s" % (type(exc).__name__, exc)
+    return None, None
+
+
+def load_kindgi(records):
+    """The real SDK when it imports (``installed_sdk``); otherwise the stand-in, installed in sys.modules."""
+    kindgi, failure = installed_sdk()
+    if kindgi is not None:
+        return kindgi
+    if failure is not None:
+        records.write("warn", "The installed kindgi SDK failed to import (%s); using the built-in stand-in"
+                      % failure, event="sdk-fallback")
     return install_standin(lambda subsystem="pack", **bindings: PackLogger(records, subsystem, bindings))
 
 

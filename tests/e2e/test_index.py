@@ -257,6 +257,16 @@ def test_an_exception_that_cant_be_printed_is_still_a_file_error(tmp_path):
     assert value["counts"]["tools"] == 1
 
 
+def test_a_broken_sdk_is_passed_over_as_the_service_passes_it_over(tmp_path):
+    """An installed kindgi that raises at import: the service serves with its stand-in, and the
+    indexer indexes with it too, the same bytes, not a traceback."""
+    site = write_files(tmp_path / "site", {"kindgi/__init__.py": 'raise RuntimeError("half-installed")\n'})
+    root = copy_pack(PACKS / "env", tmp_path / "env")
+    ran = run_index(["--pack-dir", root, "--json"] + PINS, env=dict(os.environ, PYTHONPATH=str(site)))
+    assert (ran.code, ran.stderr) == (0, ""), ran
+    assert (root / "index.json").read_bytes() == (EXPECTED / "env.index.json").read_bytes()
+
+
 @pytest.mark.parametrize("tool_id, artifact", [("acme.run.t", "v-\udcff"), ("acme.run.\\udcff", "v-1")])
 def test_text_that_is_not_utf8_is_output_write_failed(tmp_path, tool_id, artifact):
     """An --artifact-version with a byte that isn't UTF-8 (argv), or an id with a lone surrogate
