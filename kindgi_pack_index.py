@@ -9,7 +9,7 @@ for the same source, with the same outcomes, but without the SDK, pydantic or Py
 The runtime checks an index by the SHA-256 of its bytes, so "almost the same" would be
 refused.
 
-A pack is indexed in five steps, each a section below:
+A pack is indexed in five steps (``run_indexer`` takes them in order):
 
 1. Configuration: the ``[tool.kindgi]`` tables of ``pyproject.toml`` (``load_config``),
    read with ``tomllib`` where the interpreter has it and otherwise with a small reader
@@ -24,6 +24,10 @@ A pack is indexed in five steps, each a section below:
 5. The index is checked against ``pack-index.schema.json`` and written atomically in the
    canonical form (``stable_dumps``: keys in UTF-16 order, numbers as JavaScript writes
    them).
+
+The sections below: the command line; indexing a pack (``run_indexer``, and step 3:
+``index_pack``); entries (4); configuration (1) and its TOML reader; discovery (2);
+canonical JSON and the schema check (5); and, as an appendix, the schemas.
 
 The kindgi JSON Schemas (pack-index, flow, tool) are embedded at the end of the file,
 copied unchanged from the kindgi 0.1.10 wheel (``kindgi/_specs/``, Apache-2.0, Copyright
