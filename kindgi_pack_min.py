@@ -270,7 +270,7 @@ TEST_SETTINGS_VAR = "KINDGI_PACK_MIN_TEST"
 
 
 class Limits:
-    """Every time limit, in seconds, named once.
+    """The time limits of a connection, the drain and the exit, in seconds, each named once.
 
     ``silence`` and ``first_request`` are kernel socket timeouts: a read or a
     write that makes no progress for that long ends the connection (the
@@ -278,6 +278,12 @@ class Limits:
     ``body`` and ``write`` bound a whole phase, however slowly the bytes
     trickle; the watchman enforces them.  Tests shorten them through
     ``KINDGI_PACK_MIN_TEST`` (see ``read_test_settings``).
+
+    The records' pace (RECORD_BATCH_SECONDS, STUCK_STDERR_SECONDS) and the
+    watchman's (``Watchman.TICK``, ``SWEEP``) are named beside the code they
+    time; the waits of a second or less for a lock or for the last words
+    (``lock_timeout``, ``Lifecycle.stop``) and the 10 s between two records
+    of one resource problem are written where they wait.
     """
 
     silence = 10.0         # no progress reading or writing, once the token was shown
