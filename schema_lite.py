@@ -80,6 +80,7 @@ def _schema_error(keyword, spath, detail):
 
 _MAXF = sys.float_info.max
 _INF = float("inf")
+_HASH_MODULUS = sys.hash_info.modulus   # Python hashes a number by its value modulo this (_canon)
 _INDEX_KEY = re.compile(r"(?:0|[1-9][0-9]{0,9})\Z")
 
 
@@ -167,14 +168,26 @@ def _json_equal(a, b):
 
 
 def _canon(x):
-    """A hashable key such that equal keys mean JSON-equal values (_json_equal)."""
+    """A hashable key such that equal keys mean JSON-equal values (_json_equal).
+
+    Its hash must not be the sender's to choose.  Python hashes a number by its
+    value modulo _HASH_MODULUS (2 ** 61 - 1 on 64 bits), so the integers
+    k * (2 ** 61 - 1) + 7 all hash alike, and 4,000 of them made uniqueItems
+    take seconds (quadratic).  An integral number past the modulus keys as its
+    hexadecimal digits: their hash is randomized as every str's is, and unlike
+    decimal digits they have no length limit and cost linear time.  (Any other
+    double shares its hash with at most about 200 others, which costs little:
+    it keys as itself.)
+    """
     t = type(x)
     if t is str:
         return x
     if t is bool:
         return (bool, x)
     if t is int or t is float:
-        return (float, x)
+        if -_HASH_MODULUS < x < _HASH_MODULUS or t is float and not x.is_integer():
+            return (float, x)
+        return (float, "%x" % int(x))
     if t is list:
         return (list, tuple([_canon(v) for v in x]))
     if t is dict:
