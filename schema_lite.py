@@ -342,13 +342,18 @@ _PLAIN_SEGMENT = re.compile(r"[A-Za-z0-9\-_.!*'()]*\Z")
 
 
 def _fragment(key):
-    """A schema-path segment: JSON-pointer escaped, then encodeURIComponent'ed."""
+    """A schema-path segment: JSON-pointer escaped, then encodeURIComponent'ed.
+
+    A lone surrogate in a key (JSON can write "\\ud800") has no UTF-8 form: it is
+    written as its three bytes (%ED%A0%80), where a strict encoding raised and
+    the schema could not be compiled at all.
+    """
     if type(key) is int:
         return str(key)
     if _PLAIN_SEGMENT.match(key):
         return key
     from urllib.parse import quote   # here: it costs the service's boot 3 ms and most keys never need it
-    return quote(_escape(key), safe="-_.!~*'()")
+    return quote(_escape(key), safe="-_.!~*'()", errors="surrogatepass")
 
 
 _URI_PARTS = re.compile(r"(?:([A-Za-z][A-Za-z0-9+.\-]*):)?(?://([^/?#]*))?([^?#]*)(?:\?([^#]*))?(?:#(.*))?\Z", re.S)

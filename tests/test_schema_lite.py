@@ -165,6 +165,25 @@ def test_object_keys_in_javascript_order():
     assert [i["params"]["additionalProperty"] for i in issues] == ["2", "10", "b", "a"]
 
 
+@pytest.mark.parametrize("lazy", [False, True])
+def test_a_lone_surrogate_in_a_schema_key_is_written_into_the_schema_path(lazy):
+    # JSON can write a lone surrogate ("\\ud800"), which has no UTF-8 form: encoding the key
+    # for the schema path raised, at the compile (the service's boot: a traceback) or, for a
+    # schema compiled at first use, at every call (a 500).  The official service validates it.
+    for with_ref in (False, True):   # a $ref: the schema is compiled at once, lazy or not
+        schema = {"$defs": {"s": {"type": "string"}}, "properties": {"\ud800": {"type": "string"}},
+                  "patternProperties": {"^x\udfff": {"type": "integer"}}}
+        if with_ref:
+            schema["properties"]["a/\udc00~"] = {"$ref": "#/$defs/s"}
+        v = SchemaValidator(schema, lazy=lazy)
+        issues = v.issues({"\ud800": 1, "a/\udc00~": 2, "x\udfff": "y"})
+        assert [(i["instancePath"], i["schemaPath"]) for i in issues] == [
+            ("/\ud800", "#/properties/%ED%A0%80/type")] + [
+            ("/a~1\udc00~0", "#/$defs/s/type")] * with_ref + [
+            ("/x\udfff", "#/patternProperties/%5Ex%ED%BF%BF/type")]
+        json.dumps(issues)
+
+
 def test_recursive_ref_paths_restart_at_the_called_schema():
     schema = {"$ref": "#/$defs/node", "$defs": {"node": {
         "type": "object", "properties": {"name": {"type": "string"}, "kids": {"items": {"$ref": "#/$defs/node"}}}}}}

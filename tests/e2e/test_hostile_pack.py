@@ -535,3 +535,36 @@ def test_a_coroutine_returned_and_never_awaited_leaves_stderr_json(launcher, tmp
     assert service.wait_exit() == 0
     for line in service.raw_stderr:
         assert isinstance(json.loads(line), dict), line
+
+
+LONE_SURROGATE_KEYS = '''
+from kindgi import tool
+
+
+@tool(description="A test tool.", input={"type": "object"}, output={}, id="lone")
+def lone(input, ctx):
+    return {"got": sorted(input)}
+
+
+@tool(description="A test tool.", input={"type": "object"}, output={}, id="lone-ref")
+def lone_ref(input, ctx):
+    return {"got": sorted(input)}
+'''
+
+
+def test_a_schema_with_a_lone_surrogate_in_a_key_is_served(launcher, tmp_path):
+    """A property name JSON writes as a lone surrogate ("\\ud800") has no UTF-8 form: writing it
+    into a schema path raised, so a schema compiled at boot (one with a $ref) stopped the boot
+    with a traceback, and one compiled at its first use answered every call with a 500.  Both
+    validate now, as on the official service."""
+    pack = PackWriter(tmp_path)
+    pack.module("tools/lone.py", LONE_SURROGATE_KEYS)
+    pack.tool("lone", "tools/lone.py", input={"type": "object", "properties": {"\ud800": {"type": "string"}}})
+    pack.tool("lone-ref", "tools/lone.py", input={"$defs": {"s": {"type": "string"}}, "type": "object",
+                                                  "properties": {"\ud800": {"$ref": "#/$defs/s"}}})
+    service = launcher.start(pack.write())
+    for tool_id, schema_path in (("lone", "#/properties/%ED%A0%80/type"), ("lone-ref", "#/$defs/s/type")):
+        message = error_of(service.call_tool(tool_id, {"\ud800": 1}), "input-validation-failed")
+        assert [(i["instancePath"], i["schemaPath"]) for i in message["issues"]] == [("/\ud800", schema_path)]
+        assert message_of(service.call_tool(tool_id, {"\ud800": "text"}))["output"] == {"got": ["\ud800"]}
+    assert not service.records_of("service-error")
