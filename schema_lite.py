@@ -1409,6 +1409,10 @@ class _Compiler(object):
                 ok = all(type(v) is list and all(type(n) is str for n in v) and len(set(v)) == len(v)
                          for v in value.values())
                 detail = "must map names to arrays of unique strings"
+            elif ok and kind == "dependencies":   # its schemas are checked as subschemas
+                ok = all(all(type(n) is str for n in v) and len(set(v)) == len(v)
+                         for v in value.values() if type(v) is list)
+                detail = "must map names to schemas or arrays of unique strings"
             elif ok and kind == "pattern map":
                 for pattern in value:
                     self.regex(pattern, key, _schema_path((spath, key)))

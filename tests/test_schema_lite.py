@@ -417,6 +417,8 @@ def test_strict_refuses_defaults_ajv_would_ignore():
     ({"required": "a"}, "required"),
     ({"type": "object", "required": ["a", "b", "a"]}, "must be an array of unique strings"),
     ({"type": "object", "dependentRequired": {"a": ["b", "b"]}}, "must map names to arrays of unique strings"),
+    ({"dependencies": {"a": ["b", 1]}}, "must map names to schemas or arrays of unique strings"),   # raised at a call
+    ({"dependencies": {"a": {}, "b": ["c", "c"]}}, "must map names to schemas or arrays of unique strings"),
     ({"anyOf": []}, "anyOf"),
     ({"multipleOf": 0}, "multipleOf"),
 ])

@@ -568,3 +568,25 @@ def test_a_schema_with_a_lone_surrogate_in_a_key_is_served(launcher, tmp_path):
         assert [(i["instancePath"], i["schemaPath"]) for i in message["issues"]] == [("/\ud800", schema_path)]
         assert message_of(service.call_tool(tool_id, {"\ud800": "text"}))["output"] == {"got": ["\ud800"]}
     assert not service.records_of("service-error")
+
+
+UNCOMPILABLE_SCHEMAS = {
+    # Array-valued "dependencies" must name properties: a number among them raised at a call (500)
+    "dependency-not-a-name": ({"type": "object", "dependencies": {"a": ["b", 1]}},
+                              '"dependencies" at #/dependencies: must map names to schemas or arrays of unique strings'),
+}
+
+
+def test_a_schema_that_cannot_compile_is_answered_at_each_call(launcher, tmp_path):
+    """The boot goes on; each call of the tool says why its schema can't be used, never a 500."""
+    pack = PackWriter(tmp_path)
+    pack.module("tools/echo.py", "".join(
+        '\nfrom kindgi import tool\n\n@tool(description="A test tool.", input={"type": "object"}, output={}, '
+        'id=%r)\ndef echo_%d(input):\n    return input\n' % (tool_id, i) for i, tool_id in enumerate(UNCOMPILABLE_SCHEMAS)))
+    for tool_id, (schema, _) in UNCOMPILABLE_SCHEMAS.items():
+        pack.tool(tool_id, "tools/echo.py", input=schema)
+    service = launcher.start(pack.write())
+    for tool_id, (_, reason) in UNCOMPILABLE_SCHEMAS.items():
+        message = error_of(service.call_tool(tool_id, {"a": 1}), "input-validation-failed")
+        assert message["message"] == 'Tool "%s" input schema failed to compile: %s' % (tool_id, reason)
+    assert not service.records_of("service-error")
