@@ -1460,7 +1460,7 @@ class _Compiler(object):
                 part = part.replace("~1", "/").replace("~0", "~")
                 if type(node) is dict and part in node:
                     node = node[part]
-                elif type(node) is list and part.isdigit() and int(part) < len(node):
+                elif type(node) is list and _INDEX_KEY.match(part) and int(part) < len(node):   # not "00", "²"
                     node = node[int(part)]
                 else:
                     node = None

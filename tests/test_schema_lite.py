@@ -414,6 +414,8 @@ def test_strict_refuses_defaults_ajv_would_ignore():
     ({"type": "strin"}, 'unknown type "strin"'),
     ({"properties": {"a": {"minLength": -1}}}, "#/properties/a/minLength"),
     ({"properties": {"a": {"$ref": "#/$defs/nope"}}}, "can't resolve reference #/$defs/nope"),
+    ({"allOf": [{}], "$ref": "#/allOf/\u00b2"}, "can't resolve reference #/allOf/\u00b2"),   # int("²") raised
+    ({"allOf": [{}], "$ref": "#/allOf/00"}, "can't resolve reference #/allOf/00"),   # no array index, as in JavaScript
     ({"required": "a"}, "required"),
     ({"type": "object", "required": ["a", "b", "a"]}, "must be an array of unique strings"),
     ({"type": "object", "dependentRequired": {"a": ["b", "b"]}}, "must map names to arrays of unique strings"),

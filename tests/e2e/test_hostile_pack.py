@@ -574,6 +574,9 @@ UNCOMPILABLE_SCHEMAS = {
     # Array-valued "dependencies" must name properties: a number among them raised at a call (500)
     "dependency-not-a-name": ({"type": "object", "dependencies": {"a": ["b", 1]}},
                               '"dependencies" at #/dependencies: must map names to schemas or arrays of unique strings'),
+    # A pointer's array index in other digits than ASCII ones ("²" is a digit to str.isdigit): the boot's traceback
+    "pointer-index": ({"allOf": [{"type": "object"}], "$ref": "#/allOf/\u00b2"},
+                      '"$ref" at #/$ref: can\'t resolve reference #/allOf/\u00b2 from id #'),
 }
 
 
