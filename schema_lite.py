@@ -1317,6 +1317,7 @@ class _Compiler(object):
             for doc in _meta_schemas():
                 if doc["$id"] not in self.docs:
                     self.index(doc, doc["$id"], doc["$id"])
+        self.index_ref_targets()
 
     # -- indexing: $id, $anchor, $dynamicAnchor; keyword kinds ----------------
 
@@ -1353,6 +1354,19 @@ class _Compiler(object):
                 self.check_kind(kind, key, value, spath)
                 if kind in _NOTED_KINDS:
                     self.note(kind, node, key, value, base, (spath, key), depth, stack)
+
+    def index_ref_targets(self):
+        """Index what a $ref points to where no keyword puts a schema (a "default", an
+        "enum" member, an unknown keyword's value), so that its keyword values are
+        checked as every subschema's are: compiling takes them as checked, and one
+        of the wrong kind (``"minLength": "x"``) raised a TypeError or worse there."""
+        for ref, base in self.refs:   # the list grows while it runs, as targets are indexed
+            try:
+                target, target_base = self.resolve(ref, base, "#")
+            except SchemaError:
+                continue   # refused where it is compiled, if it is
+            if type(target) is dict and id(target) not in self.bases:
+                self.index(target, target_base, _resolve_uri(base, ref))
 
     def note(self, kind, node, key, value, base, spath, depth, stack):
         """Follow a keyword's subschemas (onto ``stack``); record references, anchors, formats."""

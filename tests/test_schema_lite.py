@@ -416,6 +416,11 @@ def test_strict_refuses_defaults_ajv_would_ignore():
     ({"properties": {"a": {"$ref": "#/$defs/nope"}}}, "can't resolve reference #/$defs/nope"),
     ({"allOf": [{}], "$ref": "#/allOf/\u00b2"}, "can't resolve reference #/allOf/\u00b2"),   # int("²") raised
     ({"allOf": [{}], "$ref": "#/allOf/00"}, "can't resolve reference #/allOf/00"),   # no array index, as in JavaScript
+    # A $ref into a value no keyword makes a schema: its keywords are checked too (they raised a Python error)
+    ({"$defs": {"x": {"default": {"minLength": "3"}}}, "$ref": "#/$defs/x/default"},
+     '"minLength" at #/$defs/x/default/minLength: must be a non-negative integer'),
+    ({"enum": [{"type": "nope"}], "properties": {"a": {"$ref": "#/enum/0"}}}, 'unknown type "nope"'),
+    ({"x-spec": {"items": {"required": 1}}, "$ref": "#/x-spec/items"}, '"required" at #/x-spec/items/required'),
     ({"required": "a"}, "required"),
     ({"type": "object", "required": ["a", "b", "a"]}, "must be an array of unique strings"),
     ({"type": "object", "dependentRequired": {"a": ["b", "b"]}}, "must map names to arrays of unique strings"),

@@ -577,6 +577,9 @@ UNCOMPILABLE_SCHEMAS = {
     # A pointer's array index in other digits than ASCII ones ("²" is a digit to str.isdigit): the boot's traceback
     "pointer-index": ({"allOf": [{"type": "object"}], "$ref": "#/allOf/\u00b2"},
                       '"$ref" at #/$ref: can\'t resolve reference #/allOf/\u00b2 from id #'),
+    # A $ref to a value no keyword makes a schema (a default): its keywords were not checked (the boot's traceback)
+    "ref-to-a-default": ({"$defs": {"x": {"default": {"minLength": "3"}}}, "$ref": "#/$defs/x/default"},
+                         '"minLength" at #/$defs/x/default/minLength: must be a non-negative integer'),
 }
 
 
