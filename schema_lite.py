@@ -1300,6 +1300,7 @@ class _Compiler(object):
         self.inline = {}          # (id(schema), $ref text) -> checker of an inlined $ref target
         self.compiled = {}        # id(schema) -> (schema, base, schema path), for check_cycles
         self.refs = []            # ($ref, base) pairs seen while indexing
+        self.pointers = []        # the same, $dynamicRef's too: index_ref_targets follows them
         self.patterns = dict(patterns or ())  # pattern source -> its compiled regex
         self.formats = set()      # the format names the schemas name
         self.depth = 0            # how deeply subschemas nest (the root is 1)
@@ -1356,11 +1357,12 @@ class _Compiler(object):
                     self.note(kind, node, key, value, base, (spath, key), depth, stack)
 
     def index_ref_targets(self):
-        """Index what a $ref points to where no keyword puts a schema (a "default", an
-        "enum" member, an unknown keyword's value), so that its keyword values are
-        checked as every subschema's are: compiling takes them as checked, and one
-        of the wrong kind (``"minLength": "x"``) raised a TypeError or worse there."""
-        for ref, base in self.refs:   # the list grows while it runs, as targets are indexed
+        """Index what a $ref or $dynamicRef points to where no keyword puts a schema
+        (a "default", an "enum" member, an unknown keyword's value), so that its
+        keyword values are checked as every subschema's are: compiling takes them
+        as checked, and one of the wrong kind (``"minLength": "x"``) raised a
+        TypeError or worse there."""
+        for ref, base in self.pointers:   # the list grows while it runs, as targets are indexed
             try:
                 target, target_base = self.resolve(ref, base, "#")
             except SchemaError:
@@ -1383,8 +1385,10 @@ class _Compiler(object):
                     stack.append((item, base, (spath, name), depth))
         elif kind == "ref":
             self.refs.append((value, base))
+            self.pointers.append((value, base))
         elif kind == "dynamic ref":
             self.uses_dynamic = True
+            self.pointers.append((value, base))
         elif kind == "anchor":
             name = _split_fragment(base)[0] + "#" + value
             self.anchors.setdefault(name, node)

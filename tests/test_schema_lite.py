@@ -421,6 +421,8 @@ def test_strict_refuses_defaults_ajv_would_ignore():
      '"minLength" at #/$defs/x/default/minLength: must be a non-negative integer'),
     ({"enum": [{"type": "nope"}], "properties": {"a": {"$ref": "#/enum/0"}}}, 'unknown type "nope"'),
     ({"x-spec": {"items": {"required": 1}}, "$ref": "#/x-spec/items"}, '"required" at #/x-spec/items/required'),
+    ({"$defs": {"x": {"const": {"maximum": "9"}}}, "$dynamicRef": "#/$defs/x/const"},
+     '"maximum" at #/$defs/x/const/maximum: must be a number'),
     ({"required": "a"}, "required"),
     ({"type": "object", "required": ["a", "b", "a"]}, "must be an array of unique strings"),
     ({"type": "object", "dependentRequired": {"a": ["b", "b"]}}, "must map names to arrays of unique strings"),
