@@ -550,50 +550,77 @@ class _RegexTranslator:
         self.names = set(_GROUP_NAME.findall("".join(re.findall(r"\(\?<([A-Za-z_$][A-Za-z0-9_$]*)>", source))))
 
     def translate(self):
+        """The pattern as Python re text.  A quantifier must follow something it can repeat,
+        as in ECMAScript: Python takes "a++" as possessive (3.11+) and repeats a lookaround,
+        where ECMAScript refuses both ("Nothing to repeat", "Invalid quantifier")."""
         out = []
-        depth = 0
+        groups = []     # each open group, as it will be once closed: "atom", or "lookaround" (not repeatable)
+        last = None     # "atom" (may be repeated), "quantifier" (may be made lazy), "lookaround" or None
         src, n = self.src, len(self.src)
         while self.i < n:
             ch = src[self.i]
             self.i += 1
+            quantifier = None
             if ch == "\\":
+                last = None if src[self.i:self.i + 1] in ("b", "B") else "atom"
                 out.append(self.escape())
             elif ch == "[":
                 out.append(self.char_class())
+                last = "atom"
             elif ch == "(":
-                depth += 1
-                out.append(self.group_open())
+                text = self.group_open()
+                lookahead, lookbehind = text in ("(?=", "(?!"), text in ("(?<=", "(?<!")
+                groups.append("lookaround" if lookbehind or (lookahead and self.u) else "atom")
+                out.append(text)
+                last = None
             elif ch == ")":
-                depth -= 1
-                if depth < 0:
+                if not groups:
                     raise ValueError("Unmatched ')'")
+                last = groups.pop()
                 out.append(")")
             elif ch == ".":
                 out.append(_class_of(_LINE_ENDS, negate=True))
+                last = "atom"
             elif ch == "$":
                 out.append("\\Z")
+                last = None
             elif ch == "^":
                 out.append("\\A")
-            elif ch in "*+?|":
-                out.append(ch)
+                last = None
+            elif ch == "|":
+                out.append("|")
+                last = None
+            elif ch in "*+?":
+                quantifier = ch
             elif ch == "{":
                 m = _QUANTIFIER.match(src, self.i - 1)
                 if m:
                     if m.group(3) and int(m.group(1)) > int(m.group(3)):
                         raise ValueError("numbers out of order in {} quantifier")
-                    out.append(m.group(0))
+                    quantifier = m.group(0)
                     self.i = m.end()
                 elif self.u:
                     raise ValueError("Incomplete quantifier")
                 else:
                     out.append("\\{")
+                    last = "atom"
             elif ch in "}]":
                 if self.u:
                     raise ValueError("Lone quantifier brackets")
                 out.append("\\" + ch)
+                last = "atom"
             else:
                 out.append(re.escape(ch))
-        if depth > 0:
+                last = "atom"
+            if quantifier is not None:
+                if quantifier == "?" and last == "quantifier":
+                    last = None     # lazy: nothing more may follow
+                elif last != "atom":
+                    raise ValueError("Invalid quantifier" if last == "lookaround" else "Nothing to repeat")
+                else:
+                    last = "quantifier"
+                out.append(quantifier)
+        if groups:
             raise ValueError("Unterminated group")
         return "".join(out)
 

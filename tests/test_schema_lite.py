@@ -285,6 +285,27 @@ def test_bad_pattern_is_schema_error(pattern):
     assert "pattern" in str(info.value) and "#/pattern" in str(info.value)
 
 
+@pytest.mark.parametrize("pattern,reason", [
+    ("a++", "Nothing to repeat"), ("a*+", "Nothing to repeat"), ("a{2}+", "Nothing to repeat"),
+    ("a??+", "Nothing to repeat"), ("a+?*", "Nothing to repeat"), ("^*", "Nothing to repeat"), ("$?", "Nothing to repeat"),
+    ("\\b+", "Nothing to repeat"), ("\\B*", "Nothing to repeat"), ("|*", "Nothing to repeat"), ("(*)", "Nothing to repeat"),
+    ("(?=a)*", "Invalid quantifier"), ("(?!a){2}", "Invalid quantifier"), ("(?<=a)+", "Invalid quantifier"),
+])
+def test_a_quantifier_must_follow_what_it_can_repeat(pattern, reason):
+    # ECMAScript's refusals; Python 3.11+ took "a++" as possessive, and every version repeated lookarounds
+    with pytest.raises(SchemaError, match="Invalid regular expression: /.*/u: %s" % reason):
+        SchemaValidator({"type": "string", "pattern": pattern})
+    assert SchemaValidator({"format": "regex"}).is_valid(pattern) is pattern.startswith(("(?=", "(?!"))   # Annex B
+
+
+@pytest.mark.parametrize("pattern,text", [("^a+?$", "aa"), ("^(?:ab){1,2}?$", "abab"), ("^(a)*\\1$", "aa"),
+                                          ("^a{2}?$", "aa"), ("^[a]*(?=b)b+$", "ab"), ("^a{$", "a{")])
+def test_quantifiers_ecmascript_takes(pattern, text):
+    v = SchemaValidator({"type": "string", "pattern": pattern}) if pattern != "^a{$" else None
+    assert v is None or v.is_valid(text)
+    assert SchemaValidator({"format": "regex"}).is_valid(pattern)
+
+
 @pytest.mark.parametrize("fmt,good,bad", [
     ("date", "2024-02-29", "2023-02-29"),
     ("time", "10:20:30Z", "10:20:30"),
