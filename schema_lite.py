@@ -713,8 +713,10 @@ class _RegexTranslator:
         self.i += 1
         if c.lower() in _CLASS_ESCAPES:
             return _class_of(_CLASS_ESCAPES[c.lower()], negate=c.isupper())
-        if c in "bB":
-            return "\\" + c
+        if c == "b":
+            return "\\b"
+        if c == "B":   # Python's \B never matches in an empty string, where ECMAScript's does
+            return "(?:\\B|\\A\\Z)"
         if c in "123456789":
             digits = c
             while src[self.i:self.i + 1].isdigit():

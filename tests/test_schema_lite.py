@@ -273,6 +273,11 @@ def test_json_semantics(schema, instance, valid):
     ("\\u{1F600}", "\U0001F600", True),
     ("^(?<y>[0-9]{4})-\\k<y>$", "2024-2024", True),
     ("\\bx", "\u00e9x", True),
+    ("^\\B$", "", True),   # Python's \B never matches in an empty string
+    ("\\B", "", True),
+    ("^\\B", " ", True),
+    ("\\B", "a", False),
+    ("(?<=\\B)a", "ba", True),
 ])
 def test_ecmascript_regex(pattern, text, found):
     assert SchemaValidator({"pattern": pattern}).is_valid(text) is found
