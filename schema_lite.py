@@ -548,6 +548,7 @@ class _RegexTranslator:
         self.u = unicode
         self.i = 0
         self.names = set(_GROUP_NAME.findall("".join(re.findall(r"\(\?<([A-Za-z_$][A-Za-z0-9_$]*)>", source))))
+        self.named = set()   # the group names met so far
 
     def translate(self):
         """The pattern as Python re text.  A quantifier must follow something it can repeat,
@@ -634,6 +635,9 @@ class _RegexTranslator:
             m = _GROUP_NAME.match(src, self.i + 2)
             if not m or not src.startswith(">", m.end()):
                 raise ValueError("Invalid capture group name")
+            if m.group(0) in self.named:
+                raise ValueError("Duplicate capture group name")
+            self.named.add(m.group(0))
             self.i = m.end() + 1
             return "(?P<%s>" % m.group(0).replace("$", "_S_")
         if src.startswith("?", self.i):
@@ -727,6 +731,8 @@ class _RegexTranslator:
             m = _GROUP_NAME.match(src, self.i + 1)
             if not src.startswith("<", self.i) or not m or not src.startswith(">", m.end()):
                 raise ValueError("Invalid named reference")
+            if m.group(0) not in self.names:
+                raise ValueError("Invalid named capture referenced")
             self.i = m.end() + 1
             return "(?P=%s)" % m.group(0).replace("$", "_S_")
         if self.u and c in "pP":

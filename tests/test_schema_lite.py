@@ -303,6 +303,17 @@ def test_a_quantifier_must_follow_what_it_can_repeat(pattern, reason):
     assert SchemaValidator({"format": "regex"}).is_valid(pattern) is pattern.startswith(("(?=", "(?!"))   # Annex B
 
 
+@pytest.mark.parametrize("pattern,reason", [
+    ("(?<x>b)\\k<n>", "Invalid named capture referenced"), ("\\k<n>(?<x>b)", "Invalid named capture referenced"),
+    ("(?<x>b)(?<x>b)", "Duplicate capture group name"), ("(?<x>a)|(?<x>b)", "Duplicate capture group name"),
+])
+def test_named_groups_are_checked_as_ecmascript_checks_them(pattern, reason):
+    # The "regex" format only translates its string: these passed it, where ECMAScript refuses them
+    assert SchemaValidator({"format": "regex"}).is_valid(pattern) is False
+    with pytest.raises(SchemaError, match=reason):
+        SchemaValidator({"type": "string", "pattern": pattern})
+
+
 @pytest.mark.parametrize("pattern,text", [("^a+?$", "aa"), ("^(?:ab){1,2}?$", "abab"), ("^(a)*\\1$", "aa"),
                                           ("^a{2}?$", "aa"), ("^[a]*(?=b)b+$", "ab"), ("^a{$", "a{")])
 def test_quantifiers_ecmascript_takes(pattern, text):
