@@ -583,14 +583,23 @@ UNCOMPILABLE_SCHEMAS = {
 }
 
 
+ECHO = '''
+from kindgi import tool
+
+
+@tool(description="A test tool.", input={"type": "object"}, output={}, id="%s")
+def echo(input):
+    return input
+'''
+
+
 def test_a_schema_that_cannot_compile_is_answered_at_each_call(launcher, tmp_path):
     """The boot goes on; each call of the tool says why its schema can't be used, never a 500."""
     pack = PackWriter(tmp_path)
-    pack.module("tools/echo.py", "".join(
-        '\nfrom kindgi import tool\n\n@tool(description="A test tool.", input={"type": "object"}, output={}, '
-        'id=%r)\ndef echo_%d(input):\n    return input\n' % (tool_id, i) for i, tool_id in enumerate(UNCOMPILABLE_SCHEMAS)))
     for tool_id, (schema, _) in UNCOMPILABLE_SCHEMAS.items():
-        pack.tool(tool_id, "tools/echo.py", input=schema)
+        module_path = "tools/%s.py" % tool_id.replace("-", "_")
+        pack.module(module_path, ECHO % tool_id)
+        pack.tool(tool_id, module_path, input=schema)
     service = launcher.start(pack.write())
     for tool_id, (_, reason) in UNCOMPILABLE_SCHEMAS.items():
         message = error_of(service.call_tool(tool_id, {"a": 1}), "input-validation-failed")
