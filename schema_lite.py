@@ -80,6 +80,7 @@ def _schema_error(keyword, spath, detail):
 
 _MAXF = sys.float_info.max
 _INF = float("inf")
+_HASH_MODULUS = sys.hash_info.modulus   # Python hashes a number by its value modulo this (_canon)
 _INDEX_KEY = re.compile(r"(?:0|[1-9][0-9]{0,9})\Z")
 
 
@@ -167,14 +168,26 @@ def _json_equal(a, b):
 
 
 def _canon(x):
-    """A hashable key such that equal keys mean JSON-equal values (_json_equal)."""
+    """A hashable key such that equal keys mean JSON-equal values (_json_equal).
+
+    Its hash must not be the sender's to choose.  Python hashes a number by its
+    value modulo _HASH_MODULUS (2 ** 61 - 1 on 64 bits), so the integers
+    k * (2 ** 61 - 1) + 7 all hash alike, and 4,000 of them made uniqueItems
+    take seconds (quadratic).  An integral number past the modulus keys as its
+    hexadecimal digits: their hash is randomized as every str's is, and unlike
+    decimal digits they have no length limit and cost linear time.  (Any other
+    double shares its hash with at most about 200 others, which costs little:
+    it keys as itself.)
+    """
     t = type(x)
     if t is str:
         return x
     if t is bool:
         return (bool, x)
     if t is int or t is float:
-        return (float, x)
+        if -_HASH_MODULUS < x < _HASH_MODULUS or t is float and not x.is_integer():
+            return (float, x)
+        return (float, "%x" % int(x))
     if t is list:
         return (list, tuple([_canon(v) for v in x]))
     if t is dict:
@@ -329,13 +342,18 @@ _PLAIN_SEGMENT = re.compile(r"[A-Za-z0-9\-_.!*'()]*\Z")
 
 
 def _fragment(key):
-    """A schema-path segment: JSON-pointer escaped, then encodeURIComponent'ed."""
+    """A schema-path segment: JSON-pointer escaped, then encodeURIComponent'ed.
+
+    A lone surrogate in a key (JSON can write "\\ud800") has no UTF-8 form: it is
+    written as its three bytes (%ED%A0%80), where a strict encoding raised and
+    the schema could not be compiled at all.
+    """
     if type(key) is int:
         return str(key)
     if _PLAIN_SEGMENT.match(key):
         return key
     from urllib.parse import quote   # here: it costs the service's boot 3 ms and most keys never need it
-    return quote(_escape(key), safe="-_.!~*'()")
+    return quote(_escape(key), safe="-_.!~*'()", errors="surrogatepass")
 
 
 _URI_PARTS = re.compile(r"(?:([A-Za-z][A-Za-z0-9+.\-]*):)?(?://([^/?#]*))?([^?#]*)(?:\?([^#]*))?(?:#(.*))?\Z", re.S)
@@ -530,52 +548,80 @@ class _RegexTranslator:
         self.u = unicode
         self.i = 0
         self.names = set(_GROUP_NAME.findall("".join(re.findall(r"\(\?<([A-Za-z_$][A-Za-z0-9_$]*)>", source))))
+        self.named = set()   # the group names met so far
 
     def translate(self):
+        """The pattern as Python re text.  A quantifier must follow something it can repeat,
+        as in ECMAScript: Python takes "a++" as possessive (3.11+) and repeats a lookaround,
+        where ECMAScript refuses both ("Nothing to repeat", "Invalid quantifier")."""
         out = []
-        depth = 0
+        groups = []     # each open group, as it will be once closed: "atom", or "lookaround" (not repeatable)
+        last = None     # "atom" (may be repeated), "quantifier" (may be made lazy), "lookaround" or None
         src, n = self.src, len(self.src)
         while self.i < n:
             ch = src[self.i]
             self.i += 1
+            quantifier = None
             if ch == "\\":
+                last = None if src[self.i:self.i + 1] in ("b", "B") else "atom"
                 out.append(self.escape())
             elif ch == "[":
                 out.append(self.char_class())
+                last = "atom"
             elif ch == "(":
-                depth += 1
-                out.append(self.group_open())
+                text = self.group_open()
+                lookahead, lookbehind = text in ("(?=", "(?!"), text in ("(?<=", "(?<!")
+                groups.append("lookaround" if lookbehind or (lookahead and self.u) else "atom")
+                out.append(text)
+                last = None
             elif ch == ")":
-                depth -= 1
-                if depth < 0:
+                if not groups:
                     raise ValueError("Unmatched ')'")
+                last = groups.pop()
                 out.append(")")
             elif ch == ".":
                 out.append(_class_of(_LINE_ENDS, negate=True))
+                last = "atom"
             elif ch == "$":
                 out.append("\\Z")
+                last = None
             elif ch == "^":
                 out.append("\\A")
-            elif ch in "*+?|":
-                out.append(ch)
+                last = None
+            elif ch == "|":
+                out.append("|")
+                last = None
+            elif ch in "*+?":
+                quantifier = ch
             elif ch == "{":
                 m = _QUANTIFIER.match(src, self.i - 1)
                 if m:
                     if m.group(3) and int(m.group(1)) > int(m.group(3)):
                         raise ValueError("numbers out of order in {} quantifier")
-                    out.append(m.group(0))
+                    quantifier = m.group(0)
                     self.i = m.end()
                 elif self.u:
                     raise ValueError("Incomplete quantifier")
                 else:
                     out.append("\\{")
+                    last = "atom"
             elif ch in "}]":
                 if self.u:
                     raise ValueError("Lone quantifier brackets")
                 out.append("\\" + ch)
+                last = "atom"
             else:
                 out.append(re.escape(ch))
-        if depth > 0:
+                last = "atom"
+            if quantifier is not None:
+                if quantifier == "?" and last == "quantifier":
+                    last = None     # lazy: nothing more may follow
+                elif last != "atom":
+                    raise ValueError("Invalid quantifier" if last == "lookaround" else "Nothing to repeat")
+                else:
+                    last = "quantifier"
+                out.append(quantifier)
+        if groups:
             raise ValueError("Unterminated group")
         return "".join(out)
 
@@ -589,6 +635,9 @@ class _RegexTranslator:
             m = _GROUP_NAME.match(src, self.i + 2)
             if not m or not src.startswith(">", m.end()):
                 raise ValueError("Invalid capture group name")
+            if m.group(0) in self.named:
+                raise ValueError("Duplicate capture group name")
+            self.named.add(m.group(0))
             self.i = m.end() + 1
             return "(?P<%s>" % m.group(0).replace("$", "_S_")
         if src.startswith("?", self.i):
@@ -668,8 +717,10 @@ class _RegexTranslator:
         self.i += 1
         if c.lower() in _CLASS_ESCAPES:
             return _class_of(_CLASS_ESCAPES[c.lower()], negate=c.isupper())
-        if c in "bB":
-            return "\\" + c
+        if c == "b":
+            return "\\b"
+        if c == "B":   # Python's \B never matches in an empty string, where ECMAScript's does
+            return "(?:\\B|\\A\\Z)"
         if c in "123456789":
             digits = c
             while src[self.i:self.i + 1].isdigit():
@@ -680,6 +731,8 @@ class _RegexTranslator:
             m = _GROUP_NAME.match(src, self.i + 1)
             if not src.startswith("<", self.i) or not m or not src.startswith(">", m.end()):
                 raise ValueError("Invalid named reference")
+            if m.group(0) not in self.names:
+                raise ValueError("Invalid named capture referenced")
             self.i = m.end() + 1
             return "(?P=%s)" % m.group(0).replace("$", "_S_")
         if self.u and c in "pP":
@@ -1282,6 +1335,7 @@ class _Compiler(object):
         self.inline = {}          # (id(schema), $ref text) -> checker of an inlined $ref target
         self.compiled = {}        # id(schema) -> (schema, base, schema path), for check_cycles
         self.refs = []            # ($ref, base) pairs seen while indexing
+        self.pointers = []        # the same, $dynamicRef's too: index_ref_targets follows them
         self.patterns = dict(patterns or ())  # pattern source -> its compiled regex
         self.formats = set()      # the format names the schemas name
         self.depth = 0            # how deeply subschemas nest (the root is 1)
@@ -1299,6 +1353,7 @@ class _Compiler(object):
             for doc in _meta_schemas():
                 if doc["$id"] not in self.docs:
                     self.index(doc, doc["$id"], doc["$id"])
+        self.index_ref_targets()
 
     # -- indexing: $id, $anchor, $dynamicAnchor; keyword kinds ----------------
 
@@ -1336,6 +1391,20 @@ class _Compiler(object):
                 if kind in _NOTED_KINDS:
                     self.note(kind, node, key, value, base, (spath, key), depth, stack)
 
+    def index_ref_targets(self):
+        """Index what a $ref or $dynamicRef points to where no keyword puts a schema
+        (a "default", an "enum" member, an unknown keyword's value), so that its
+        keyword values are checked as every subschema's are: compiling takes them
+        as checked, and one of the wrong kind (``"minLength": "x"``) raised a
+        TypeError or worse there."""
+        for ref, base in self.pointers:   # the list grows while it runs, as targets are indexed
+            try:
+                target, target_base = self.resolve(ref, base, "#")
+            except SchemaError:
+                continue   # refused where it is compiled, if it is
+            if type(target) is dict and id(target) not in self.bases:
+                self.index(target, target_base, _resolve_uri(base, ref))
+
     def note(self, kind, node, key, value, base, spath, depth, stack):
         """Follow a keyword's subschemas (onto ``stack``); record references, anchors, formats."""
         if kind == "schema" or kind == "unevaluated":
@@ -1351,8 +1420,10 @@ class _Compiler(object):
                     stack.append((item, base, (spath, name), depth))
         elif kind == "ref":
             self.refs.append((value, base))
+            self.pointers.append((value, base))
         elif kind == "dynamic ref":
             self.uses_dynamic = True
+            self.pointers.append((value, base))
         elif kind == "anchor":
             name = _split_fragment(base)[0] + "#" + value
             self.anchors.setdefault(name, node)
@@ -1391,6 +1462,10 @@ class _Compiler(object):
                 ok = all(type(v) is list and all(type(n) is str for n in v) and len(set(v)) == len(v)
                          for v in value.values())
                 detail = "must map names to arrays of unique strings"
+            elif ok and kind == "dependencies":   # its schemas are checked as subschemas
+                ok = all(all(type(n) is str for n in v) and len(set(v)) == len(v)
+                         for v in value.values() if type(v) is list)
+                detail = "must map names to schemas or arrays of unique strings"
             elif ok and kind == "pattern map":
                 for pattern in value:
                     self.regex(pattern, key, _schema_path((spath, key)))
@@ -1438,7 +1513,7 @@ class _Compiler(object):
                 part = part.replace("~1", "/").replace("~0", "~")
                 if type(node) is dict and part in node:
                     node = node[part]
-                elif type(node) is list and part.isdigit() and int(part) < len(node):
+                elif type(node) is list and _INDEX_KEY.match(part) and int(part) < len(node):   # not "00", "²"
                     node = node[int(part)]
                 else:
                     node = None

@@ -165,6 +165,25 @@ def test_object_keys_in_javascript_order():
     assert [i["params"]["additionalProperty"] for i in issues] == ["2", "10", "b", "a"]
 
 
+@pytest.mark.parametrize("lazy", [False, True])
+def test_a_lone_surrogate_in_a_schema_key_is_written_into_the_schema_path(lazy):
+    # JSON can write a lone surrogate ("\\ud800"), which has no UTF-8 form: encoding the key
+    # for the schema path raised, at the compile (the service's boot: a traceback) or, for a
+    # schema compiled at first use, at every call (a 500).  The official service validates it.
+    for with_ref in (False, True):   # a $ref: the schema is compiled at once, lazy or not
+        schema = {"$defs": {"s": {"type": "string"}}, "properties": {"\ud800": {"type": "string"}},
+                  "patternProperties": {"^x\udfff": {"type": "integer"}}}
+        if with_ref:
+            schema["properties"]["a/\udc00~"] = {"$ref": "#/$defs/s"}
+        v = SchemaValidator(schema, lazy=lazy)
+        issues = v.issues({"\ud800": 1, "a/\udc00~": 2, "x\udfff": "y"})
+        assert [(i["instancePath"], i["schemaPath"]) for i in issues] == [
+            ("/\ud800", "#/properties/%ED%A0%80/type")] + [
+            ("/a~1\udc00~0", "#/$defs/s/type")] * with_ref + [
+            ("/x\udfff", "#/patternProperties/%5Ex%ED%BF%BF/type")]
+        json.dumps(issues)
+
+
 def test_recursive_ref_paths_restart_at_the_called_schema():
     schema = {"$ref": "#/$defs/node", "$defs": {"node": {
         "type": "object", "properties": {"name": {"type": "string"}, "kids": {"items": {"$ref": "#/$defs/node"}}}}}}
@@ -254,6 +273,11 @@ def test_json_semantics(schema, instance, valid):
     ("\\u{1F600}", "\U0001F600", True),
     ("^(?<y>[0-9]{4})-\\k<y>$", "2024-2024", True),
     ("\\bx", "\u00e9x", True),
+    ("^\\B$", "", True),   # Python's \B never matches in an empty string
+    ("\\B", "", True),
+    ("^\\B", " ", True),
+    ("\\B", "a", False),
+    ("(?<=\\B)a", "ba", True),
 ])
 def test_ecmascript_regex(pattern, text, found):
     assert SchemaValidator({"pattern": pattern}).is_valid(text) is found
@@ -264,6 +288,38 @@ def test_bad_pattern_is_schema_error(pattern):
     with pytest.raises(SchemaError) as info:
         SchemaValidator({"type": "string", "pattern": pattern})
     assert "pattern" in str(info.value) and "#/pattern" in str(info.value)
+
+
+@pytest.mark.parametrize("pattern,reason", [
+    ("a++", "Nothing to repeat"), ("a*+", "Nothing to repeat"), ("a{2}+", "Nothing to repeat"),
+    ("a??+", "Nothing to repeat"), ("a+?*", "Nothing to repeat"), ("^*", "Nothing to repeat"), ("$?", "Nothing to repeat"),
+    ("\\b+", "Nothing to repeat"), ("\\B*", "Nothing to repeat"), ("|*", "Nothing to repeat"), ("(*)", "Nothing to repeat"),
+    ("(?=a)*", "Invalid quantifier"), ("(?!a){2}", "Invalid quantifier"), ("(?<=a)+", "Invalid quantifier"),
+])
+def test_a_quantifier_must_follow_what_it_can_repeat(pattern, reason):
+    # ECMAScript's refusals; Python 3.11+ took "a++" as possessive, and every version repeated lookarounds
+    with pytest.raises(SchemaError, match="Invalid regular expression: /.*/u: %s" % reason):
+        SchemaValidator({"type": "string", "pattern": pattern})
+    assert SchemaValidator({"format": "regex"}).is_valid(pattern) is pattern.startswith(("(?=", "(?!"))   # Annex B
+
+
+@pytest.mark.parametrize("pattern,reason", [
+    ("(?<x>b)\\k<n>", "Invalid named capture referenced"), ("\\k<n>(?<x>b)", "Invalid named capture referenced"),
+    ("(?<x>b)(?<x>b)", "Duplicate capture group name"), ("(?<x>a)|(?<x>b)", "Duplicate capture group name"),
+])
+def test_named_groups_are_checked_as_ecmascript_checks_them(pattern, reason):
+    # The "regex" format only translates its string: these passed it, where ECMAScript refuses them
+    assert SchemaValidator({"format": "regex"}).is_valid(pattern) is False
+    with pytest.raises(SchemaError, match=reason):
+        SchemaValidator({"type": "string", "pattern": pattern})
+
+
+@pytest.mark.parametrize("pattern,text", [("^a+?$", "aa"), ("^(?:ab){1,2}?$", "abab"), ("^(a)*\\1$", "aa"),
+                                          ("^a{2}?$", "aa"), ("^[a]*(?=b)b+$", "ab"), ("^a{$", "a{")])
+def test_quantifiers_ecmascript_takes(pattern, text):
+    v = SchemaValidator({"type": "string", "pattern": pattern}) if pattern != "^a{$" else None
+    assert v is None or v.is_valid(text)
+    assert SchemaValidator({"format": "regex"}).is_valid(pattern)
 
 
 @pytest.mark.parametrize("fmt,good,bad", [
@@ -395,9 +451,20 @@ def test_strict_refuses_defaults_ajv_would_ignore():
     ({"type": "strin"}, 'unknown type "strin"'),
     ({"properties": {"a": {"minLength": -1}}}, "#/properties/a/minLength"),
     ({"properties": {"a": {"$ref": "#/$defs/nope"}}}, "can't resolve reference #/$defs/nope"),
+    ({"allOf": [{}], "$ref": "#/allOf/\u00b2"}, "can't resolve reference #/allOf/\u00b2"),   # int("²") raised
+    ({"allOf": [{}], "$ref": "#/allOf/00"}, "can't resolve reference #/allOf/00"),   # no array index, as in JavaScript
+    # A $ref into a value no keyword makes a schema: its keywords are checked too (they raised a Python error)
+    ({"$defs": {"x": {"default": {"minLength": "3"}}}, "$ref": "#/$defs/x/default"},
+     '"minLength" at #/$defs/x/default/minLength: must be a non-negative integer'),
+    ({"enum": [{"type": "nope"}], "properties": {"a": {"$ref": "#/enum/0"}}}, 'unknown type "nope"'),
+    ({"x-spec": {"items": {"required": 1}}, "$ref": "#/x-spec/items"}, '"required" at #/x-spec/items/required'),
+    ({"$defs": {"x": {"const": {"maximum": "9"}}}, "$dynamicRef": "#/$defs/x/const"},
+     '"maximum" at #/$defs/x/const/maximum: must be a number'),
     ({"required": "a"}, "required"),
     ({"type": "object", "required": ["a", "b", "a"]}, "must be an array of unique strings"),
     ({"type": "object", "dependentRequired": {"a": ["b", "b"]}}, "must map names to arrays of unique strings"),
+    ({"dependencies": {"a": ["b", 1]}}, "must map names to schemas or arrays of unique strings"),   # raised at a call
+    ({"dependencies": {"a": {}, "b": ["c", "c"]}}, "must map names to schemas or arrays of unique strings"),
     ({"anyOf": []}, "anyOf"),
     ({"multipleOf": 0}, "multipleOf"),
 ])
@@ -496,6 +563,28 @@ def test_100000_items():
     v = SchemaValidator({"type": "array", "uniqueItems": True, "items": {"type": "integer"}})
     assert v.issues(list(range(100000)) + [7])[0]["params"] == {"i": 7, "j": 100000}
     assert time.monotonic() - started < 30
+
+
+def test_unique_items_of_integers_that_share_a_hash():
+    # Python hashes an integer modulo 2 ** 61 - 1: these 6,000 all hash alike, which made
+    # uniqueItems quadratic (seconds; a 10 MiB body of them, hours).  The official service sorts them.
+    modulus = sys.hash_info.modulus
+    numbers = [k * modulus + 7 for k in range(1, 6001)]
+    started = time.monotonic()
+    for schema, items, pair in (({"uniqueItems": True}, numbers, {"i": 6000, "j": 40}),
+                                ({"items": {"type": "integer"}, "uniqueItems": True}, numbers, {"i": 40, "j": 6000}),
+                                ({"uniqueItems": True}, [{"n": n} for n in numbers], {"i": 6000, "j": 40}),
+                                ({"uniqueItems": True}, [[n] for n in numbers], {"i": 6000, "j": 40})):
+        v = SchemaValidator(schema)
+        assert v.is_valid(items)
+        assert v.issues(items + [items[40]])[0]["params"] == pair   # Ajv's pair, as for any duplicate
+    assert time.monotonic() - started < 2
+    # Equal numbers still key alike, however they are written
+    v = SchemaValidator({"uniqueItems": True})
+    for a, b in ((2 ** 62, 2.0 ** 62), (-(2 ** 70), -(2.0 ** 70)), (int(1e300), 1e300),
+                 (10 ** 5000, 10 ** 5000)):
+        assert not v.is_valid([a, b]) and not v.is_valid([[a], [b]]) and not v.is_valid([{"n": a}, {"n": b}])
+    assert v.is_valid([2 ** 62 + 1, 2.0 ** 62]) and v.is_valid([{"n": 2 ** 62 + 1}, {"n": 2.0 ** 62}])
 
 
 def test_integers_with_thousands_of_digits():

@@ -535,3 +535,73 @@ def test_a_coroutine_returned_and_never_awaited_leaves_stderr_json(launcher, tmp
     assert service.wait_exit() == 0
     for line in service.raw_stderr:
         assert isinstance(json.loads(line), dict), line
+
+
+LONE_SURROGATE_KEYS = '''
+from kindgi import tool
+
+
+@tool(description="A test tool.", input={"type": "object"}, output={}, id="lone")
+def lone(input, ctx):
+    return {"got": sorted(input)}
+
+
+@tool(description="A test tool.", input={"type": "object"}, output={}, id="lone-ref")
+def lone_ref(input, ctx):
+    return {"got": sorted(input)}
+'''
+
+
+def test_a_schema_with_a_lone_surrogate_in_a_key_is_served(launcher, tmp_path):
+    """A property name JSON writes as a lone surrogate ("\\ud800") has no UTF-8 form: writing it
+    into a schema path raised, so a schema compiled at boot (one with a $ref) stopped the boot
+    with a traceback, and one compiled at its first use answered every call with a 500.  Both
+    validate now, as on the official service."""
+    pack = PackWriter(tmp_path)
+    pack.module("tools/lone.py", LONE_SURROGATE_KEYS)
+    pack.tool("lone", "tools/lone.py", input={"type": "object", "properties": {"\ud800": {"type": "string"}}})
+    pack.tool("lone-ref", "tools/lone.py", input={"$defs": {"s": {"type": "string"}}, "type": "object",
+                                                  "properties": {"\ud800": {"$ref": "#/$defs/s"}}})
+    service = launcher.start(pack.write())
+    for tool_id, schema_path in (("lone", "#/properties/%ED%A0%80/type"), ("lone-ref", "#/$defs/s/type")):
+        message = error_of(service.call_tool(tool_id, {"\ud800": 1}), "input-validation-failed")
+        assert [(i["instancePath"], i["schemaPath"]) for i in message["issues"]] == [("/\ud800", schema_path)]
+        assert message_of(service.call_tool(tool_id, {"\ud800": "text"}))["output"] == {"got": ["\ud800"]}
+    assert not service.records_of("service-error")
+
+
+UNCOMPILABLE_SCHEMAS = {
+    # Array-valued "dependencies" must name properties: a number among them raised at a call (500)
+    "dependency-not-a-name": ({"type": "object", "dependencies": {"a": ["b", 1]}},
+                              '"dependencies" at #/dependencies: must map names to schemas or arrays of unique strings'),
+    # A pointer's array index in other digits than ASCII ones ("²" is a digit to str.isdigit): the boot's traceback
+    "pointer-index": ({"allOf": [{"type": "object"}], "$ref": "#/allOf/\u00b2"},
+                      '"$ref" at #/$ref: can\'t resolve reference #/allOf/\u00b2 from id #'),
+    # A $ref to a value no keyword makes a schema (a default): its keywords were not checked (the boot's traceback)
+    "ref-to-a-default": ({"$defs": {"x": {"default": {"minLength": "3"}}}, "$ref": "#/$defs/x/default"},
+                         '"minLength" at #/$defs/x/default/minLength: must be a non-negative integer'),
+}
+
+
+ECHO = '''
+from kindgi import tool
+
+
+@tool(description="A test tool.", input={"type": "object"}, output={}, id="%s")
+def echo(input):
+    return input
+'''
+
+
+def test_a_schema_that_cannot_compile_is_answered_at_each_call(launcher, tmp_path):
+    """The boot goes on; each call of the tool says why its schema can't be used, never a 500."""
+    pack = PackWriter(tmp_path)
+    for tool_id, (schema, _) in UNCOMPILABLE_SCHEMAS.items():
+        module_path = "tools/%s.py" % tool_id.replace("-", "_")
+        pack.module(module_path, ECHO % tool_id)
+        pack.tool(tool_id, module_path, input=schema)
+    service = launcher.start(pack.write())
+    for tool_id, (_, reason) in UNCOMPILABLE_SCHEMAS.items():
+        message = error_of(service.call_tool(tool_id, {"a": 1}), "input-validation-failed")
+        assert message["message"] == 'Tool "%s" input schema failed to compile: %s' % (tool_id, reason)
+    assert not service.records_of("service-error")
