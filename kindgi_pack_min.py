@@ -135,9 +135,11 @@ import json
 import math
 import os
 import re
+import select
 import selectors
 import socket
 import socketserver
+import stat
 import threading
 import time
 import types
@@ -1083,6 +1085,7 @@ def read_config(argv, environ, handoff=None):
 
 TOKEN_VAR = "KINDGI_PACK_SERVICE_TOKEN"
 HANDOFF_VAR = "KINDGI_PACK_HANDOFF_FD"
+HANDOFF_MAX_CHUNKS = 16   # of 64 KiB: the hand-off is written whole into the pipe's buffer before the exec
 KEPT_PREFIXES = ("KINDGI_", "LC_", "PYTHON", "OTEL_", "CLOUD_RUN_", "CONTAINER_APP_")
 KEPT_NAMES = frozenset("""
 PATH HOME HOSTNAME USER LANG LANGUAGE TZ TMPDIR TMP TEMP PWD SHLVL _ __CF_USER_TEXT_ENCODING
@@ -1219,22 +1222,35 @@ def hide_secrets(config, argv, records, raw):
 
 
 def receive_handoff(environ):
-    """In the re-executed image: the token's digest and what the filter dropped, else None."""
+    """In the re-executed image: the token's digest and what the filter dropped, else None.
+
+    The hand-off is a pipe whose writer closed before the exec: it reads to its end at once.
+    A variable set from outside that names anything else (a terminal, a pipe a writer still
+    holds, a file) is ignored, without waiting on it or closing it.
+    """
     fd = environ.pop(HANDOFF_VAR, None)
     if fd is None:
         return None
     chunks = []
     try:
         fd = int(fd)
-        while True:
+        if not stat.S_ISFIFO(os.fstat(fd).st_mode):
+            return None
+        while len(chunks) < HANDOFF_MAX_CHUNKS:
+            if not select.select([fd], [], [], 0)[0]:
+                return None   # a writer still holds it: not the hand-off
             chunk = os.read(fd, 65536)
             if not chunk:
                 break
             chunks.append(chunk)
-        os.close(fd)
+        else:
+            return None
         handoff = json.loads(b"".join(chunks).decode("utf-8"))
         bytes.fromhex(handoff["digest"])
-        return handoff if isinstance(handoff["length"], int) and isinstance(handoff["dropped"], list) else None
+        if not (isinstance(handoff["length"], int) and isinstance(handoff["dropped"], list)):
+            return None
+        os.close(fd)
+        return handoff
     except (ValueError, OSError, KeyError, TypeError):
         return None
 
