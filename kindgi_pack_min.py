@@ -1106,8 +1106,9 @@ def kept_by_filter(name, declared):
     return name in declared or name in KEPT_NAMES or name.startswith(KEPT_PREFIXES)
 
 
-def read_index(path):
-    """The index file's bytes, or the problem that fails the boot (a str).
+def read_index(path, silence):
+    """The index file's bytes, the problem that fails the boot (a str), or None when a stop
+    signal came while a pipe's writer was awaited.
 
     Read once, for the env filter and the boot both: a pipe (``--index <(...)``)
     can be read only once, and a file replaced between two reads would give the
@@ -1115,13 +1116,54 @@ def read_index(path):
     /dev/zero would take all the memory there is, with the stop signals held.
     """
     try:
-        with open(path, "rb") as f:
-            raw = f.read(MAX_INDEX_BYTES + 1)
+        mode = os.stat(path).st_mode
+        if not (stat.S_ISREG(mode) or stat.S_ISDIR(mode)):
+            raw = read_stream(path, silence)
+            if not isinstance(raw, bytes):
+                return raw
+        else:
+            with open(path, "rb") as f:
+                raw = f.read(MAX_INDEX_BYTES + 1)
     except OSError as exc:
         return "Cannot read the pack index: %s" % exc
     if len(raw) > MAX_INDEX_BYTES:
         return "Cannot read the pack index: %s is larger than %d MiB" % (path, MAX_INDEX_BYTES >> 20)
     return raw
+
+
+def read_stream(path, silence):
+    """The bytes of a pipe or a device, up to MAX_INDEX_BYTES + 1, as its writer writes them.
+
+    The stop signals are held while the index is read, and opening a named
+    pipe or reading a terminal would wait for a writer for ever.  So the file
+    is opened without waiting and read as bytes come: ``silence`` seconds
+    without a byte is a problem (a str), and a pending stop signal ends the wait (None).
+    """
+    fd = os.open(path, os.O_RDONLY | os.O_NONBLOCK)
+    try:
+        poller = select.poll()
+        poller.register(fd, select.POLLIN)
+        chunks, size = [], 0
+        deadline = time.monotonic() + silence
+        while size <= MAX_INDEX_BYTES:
+            if STOP_SIGNALS & signal.sigpending():
+                return None
+            if time.monotonic() > deadline:
+                return "Cannot read the pack index: nothing came from %s for %g s" % (path, silence)
+            if not poller.poll(100):   # a named pipe with no writer yet is not readable: read would say its end
+                continue
+            try:
+                chunk = os.read(fd, min(1 << 20, MAX_INDEX_BYTES + 1 - size))
+            except BlockingIOError:
+                continue
+            if not chunk:
+                break
+            chunks.append(chunk)
+            size += len(chunk)
+            deadline = time.monotonic() + silence
+        return b"".join(chunks)
+    finally:
+        os.close(fd)
 
 
 def declared_env_names(raw):
@@ -4218,9 +4260,12 @@ def main(argv=None):
         gc.disable()
     # Signals are still held here: one that comes while the secrets are hidden waits, and across
     # a re-exec it waits for the new image, which acts on it (a held signal survives execve).
-    raw = read_index(config.index_path)
-    dropped = config.dropped if config.dropped is not None else hide_secrets(config, argv, records, raw)
     lifecycle.checking = config.check_only
+    raw = read_index(config.index_path, config.limits.silence)
+    if raw is None:   # a stop signal came while the index was awaited: the lifecycle thread acts on it and exits
+        lifecycle.take_signals(records)
+        lifecycle.thread.join()
+    dropped = config.dropped if config.dropped is not None else hide_secrets(config, argv, records, raw)
     lifecycle.take_signals(records)
     line_buffered_output(utf8_in_the_c_locale())
     try:
