@@ -1278,8 +1278,10 @@ def receive_handoff(environ):
         fd = int(fd)
         if not stat.S_ISFIFO(os.fstat(fd).st_mode):
             return None
+        poller = select.poll()   # not select.select: it refuses a descriptor over 1023
+        poller.register(fd, select.POLLIN)
         while len(chunks) < HANDOFF_MAX_CHUNKS:
-            if not select.select([fd], [], [], 0)[0]:
+            if not poller.poll(0):
                 return None   # a writer still holds it: not the hand-off
             chunk = os.read(fd, 65536)
             if not chunk:
