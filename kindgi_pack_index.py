@@ -130,8 +130,7 @@ def main(argv, service):
             as_json = True
             i += 1
         elif arg in ("-h", "--help"):
-            sys.stdout.write(HELP)
-            return 0
+            return service.write_out(HELP)
         elif arg in VALUE_FLAGS and i + 1 < len(argv):
             options[arg] = argv[i + 1]
             i += 2
@@ -146,14 +145,14 @@ def main(argv, service):
         artifact_version=options.get("--artifact-version"),
         published_at=options.get("--published-at"))
     if as_json:
-        sys.stdout.write(json.dumps(outcome, separators=(",", ":")) + "\n")
+        if service.write_out(json.dumps(outcome, separators=(",", ":")) + "\n"):
+            return 1   # stdout takes nothing: said in one line on stderr
         return 0 if outcome["kind"] == "ok" else 1
     if outcome["kind"] == "err":
         error = outcome["error"]
         sys.stderr.write("kindgi_pack_min index: %s: %s\n" % (error["code"], error["message"]))
         return 1
-    sys.stdout.write(json.dumps(outcome["value"], indent=2) + "\n")
-    return 0
+    return service.write_out(json.dumps(outcome["value"], indent=2) + "\n")
 
 
 def _usage_error(problem):

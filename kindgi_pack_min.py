@@ -149,9 +149,11 @@ import json
 import math
 import os
 import re
+import select
 import selectors
 import socket
 import socketserver
+import stat
 import threading
 import time
 import types
@@ -1103,6 +1105,7 @@ def read_config(argv, environ, handoff=None):
 
 TOKEN_VAR = "KINDGI_PACK_SERVICE_TOKEN"
 HANDOFF_VAR = "KINDGI_PACK_HANDOFF_FD"
+HANDOFF_MAX_CHUNKS = 16   # of 64 KiB: the hand-off is written whole into the pipe's buffer before the exec
 KEPT_PREFIXES = ("KINDGI_", "LC_", "PYTHON", "OTEL_", "CLOUD_RUN_", "CONTAINER_APP_")
 KEPT_NAMES = frozenset("""
 PATH HOME HOSTNAME USER LANG LANGUAGE TZ TMPDIR TMP TEMP PWD SHLVL _ __CF_USER_TEXT_ENCODING
@@ -1123,8 +1126,9 @@ def kept_by_filter(name, declared):
     return name in declared or name in KEPT_NAMES or name.startswith(KEPT_PREFIXES)
 
 
-def read_index(path):
-    """The index file's bytes, or the problem that fails the boot (a str).
+def read_index(path, silence):
+    """The index file's bytes, the problem that fails the boot (a str), or None when a stop
+    signal came while a pipe's writer was awaited.
 
     Read once, for the env filter and the boot both: a pipe (``--index <(...)``)
     can be read only once, and a file replaced between two reads would give the
@@ -1132,13 +1136,54 @@ def read_index(path):
     /dev/zero would take all the memory there is, with the stop signals held.
     """
     try:
-        with open(path, "rb") as f:
-            raw = f.read(MAX_INDEX_BYTES + 1)
+        mode = os.stat(path).st_mode
+        if not (stat.S_ISREG(mode) or stat.S_ISDIR(mode)):
+            raw = read_stream(path, silence)
+            if not isinstance(raw, bytes):
+                return raw
+        else:
+            with open(path, "rb") as f:
+                raw = f.read(MAX_INDEX_BYTES + 1)
     except OSError as exc:
         return "Cannot read the pack index: %s" % exc
     if len(raw) > MAX_INDEX_BYTES:
         return "Cannot read the pack index: %s is larger than %d MiB" % (path, MAX_INDEX_BYTES >> 20)
     return raw
+
+
+def read_stream(path, silence):
+    """The bytes of a pipe or a device, up to MAX_INDEX_BYTES + 1, as its writer writes them.
+
+    The stop signals are held while the index is read, and opening a named
+    pipe or reading a terminal would wait for a writer for ever.  So the file
+    is opened without waiting and read as bytes come: ``silence`` seconds
+    without a byte is a problem (a str), and a pending stop signal ends the wait (None).
+    """
+    fd = os.open(path, os.O_RDONLY | os.O_NONBLOCK)
+    try:
+        poller = select.poll()
+        poller.register(fd, select.POLLIN)
+        chunks, size = [], 0
+        deadline = time.monotonic() + silence
+        while size <= MAX_INDEX_BYTES:
+            if STOP_SIGNALS & signal.sigpending():
+                return None
+            if time.monotonic() > deadline:
+                return "Cannot read the pack index: nothing came from %s for %g s" % (path, silence)
+            if not poller.poll(100):   # a named pipe with no writer yet is not readable: read would say its end
+                continue
+            try:
+                chunk = os.read(fd, min(1 << 20, MAX_INDEX_BYTES + 1 - size))
+            except BlockingIOError:
+                continue
+            if not chunk:
+                break
+            chunks.append(chunk)
+            size += len(chunk)
+            deadline = time.monotonic() + silence
+        return b"".join(chunks)
+    finally:
+        os.close(fd)
 
 
 def declared_env_names(raw):
@@ -1239,22 +1284,37 @@ def hide_secrets(config, argv, records, raw):
 
 
 def receive_handoff(environ):
-    """In the re-executed image: the token's digest and what the filter dropped, else None."""
+    """In the re-executed image: the token's digest and what the filter dropped, else None.
+
+    The hand-off is a pipe whose writer closed before the exec: it reads to its end at once.
+    A variable set from outside that names anything else (a terminal, a pipe a writer still
+    holds, a file) is ignored, without waiting on it or closing it.
+    """
     fd = environ.pop(HANDOFF_VAR, None)
     if fd is None:
         return None
     chunks = []
     try:
         fd = int(fd)
-        while True:
+        if not stat.S_ISFIFO(os.fstat(fd).st_mode):
+            return None
+        poller = select.poll()   # not select.select: it refuses a descriptor over 1023
+        poller.register(fd, select.POLLIN)
+        while len(chunks) < HANDOFF_MAX_CHUNKS:
+            if not poller.poll(0):
+                return None   # a writer still holds it: not the hand-off
             chunk = os.read(fd, 65536)
             if not chunk:
                 break
             chunks.append(chunk)
-        os.close(fd)
+        else:
+            return None
         handoff = json.loads(b"".join(chunks).decode("utf-8"))
         bytes.fromhex(handoff["digest"])
-        return handoff if isinstance(handoff["length"], int) and isinstance(handoff["dropped"], list) else None
+        if not (isinstance(handoff["length"], int) and isinstance(handoff["dropped"], list)):
+            return None
+        os.close(fd)
+        return handoff
     except (ValueError, OSError, KeyError, TypeError):
         return None
 
@@ -4244,9 +4304,12 @@ def main(argv=None):
         gc.disable()
     # Signals are still held here: one that comes while the secrets are hidden waits, and across
     # a re-exec it waits for the new image, which acts on it (a held signal survives execve).
-    raw = read_index(config.index_path)
-    dropped = config.dropped if config.dropped is not None else hide_secrets(config, argv, records, raw)
     lifecycle.checking = config.check_only
+    raw = read_index(config.index_path, config.limits.silence)
+    if raw is None:   # a stop signal came while the index was awaited: the lifecycle thread acts on it and exits
+        lifecycle.take_signals(records)
+        lifecycle.thread.join()
+    dropped = config.dropped if config.dropped is not None else hide_secrets(config, argv, records, raw)
     lifecycle.take_signals(records)
     line_buffered_output(utf8_in_the_c_locale())
     try:

@@ -37,3 +37,12 @@ def test_build_refuses_to_write_over_the_sources(capsys):
         build.main(["--dist", ROOT])
     assert raised.value.code == 2
     assert "would replace kindgi_pack_min.py" in capsys.readouterr().err
+
+
+@pytest.mark.skipif(not build.HASH_CHECKED_BYTECODE, reason="Python 3.6 and 3.7 build an archive of sources only")
+def test_bytecode_is_the_same_under_pythonoptimize(monkeypatch):
+    """The archive's bytes don't depend on the environment: PYTHONOPTIMIZE dropped the docstrings."""
+    monkeypatch.delenv("PYTHONOPTIMIZE", raising=False)
+    plain = build.bytecode("schema_lite")
+    monkeypatch.setenv("PYTHONOPTIMIZE", "2")
+    assert build.bytecode("schema_lite") == plain

@@ -320,6 +320,15 @@ def test_dockerfile_build_stage_copies_files_that_exist():
         "the image build should boot the pack once with --check"
 
 
+def test_dockerfile_checks_the_pack_as_the_runtime_user():
+    """The image build's --check reads the pack as the service will: a module only root can read
+    passed the check as root and failed the boot."""
+    build = dockerfile_stages()[0]
+    check = [i for i, (name, arguments) in enumerate(build) if name == "RUN" and "--check" in arguments][-1]
+    users = [arguments for name, arguments in build[:check] if name == "USER"]
+    assert users and users[-1] == NONROOT_USER
+
+
 # -- the example pack the image ships by default ------------------------------
 
 def test_example_pack_index_names_modules_that_exist():

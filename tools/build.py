@@ -114,8 +114,10 @@ HASH_CHECKED_BYTECODE = sys.version_info >= (3, 8)
 
 # Run in a child interpreter with a fixed hash seed: before Python 3.11 a set
 # constant is written in hash order, so the bytes would change from build to build.
+# Never optimized: a PYTHONOPTIMIZE in the environment would drop the asserts
+# (and docstrings) and change the bytes.
 COMPILE = """import py_compile, sys
-py_compile.compile(sys.argv[1], cfile=sys.argv[2], dfile=sys.argv[3], doraise=True,
+py_compile.compile(sys.argv[1], cfile=sys.argv[2], dfile=sys.argv[3], doraise=True, optimize=0,
                    invalidation_mode=py_compile.PycInvalidationMode.CHECKED_HASH)
 """
 

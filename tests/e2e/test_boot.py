@@ -10,7 +10,9 @@ index and the modules are looked for (``--index``, ``KINDGI_PACK_INDEX``,
 import json
 import os
 import re
+import signal
 import subprocess
+import time
 
 import pytest
 
@@ -209,6 +211,27 @@ def test_an_index_on_a_pipe_is_read_once(launcher, tmp_path):
     assert service.wait_listening(), service.raw_stderr
     assert service.call_tool("echo", {"n": 1}).json["output"] == {"n": 1}
     assert service.records_of("env-dropped")[0]["names"] == ["DROPPED"]
+
+
+def test_a_named_pipe_no_one_writes_fails_the_boot_instead_of_waiting_for_ever(launcher, tmp_path):
+    """Opening a named pipe waits for a writer: the boot waited for ever, the stop signals held."""
+    fifo = tmp_path / "index.json"
+    os.mkfifo(str(fifo))
+    problems = boot_problems(launcher, fifo, env={"KINDGI_PACK_MIN_TEST": "silence=1"})
+    assert problems == ["Cannot read the pack index: nothing came from %s for 1 s" % fifo]
+
+
+@pytest.mark.parametrize("check", [False, True])
+def test_a_stop_signal_while_the_index_is_awaited_ends_the_service(launcher, tmp_path, check):
+    """Only SIGKILL ended a service waiting for a named pipe's writer; SIGTERM stops it, as at any
+    other moment of the boot (a --check stopped so did not pass: 1)."""
+    fifo = tmp_path / "index.json"
+    os.mkfifo(str(fifo))
+    service = launcher.spawn(["-m", "kindgi_pack_min", "--index", fifo] + ["--check"] * check, env=service_env())
+    time.sleep(0.5)
+    service.signal(signal.SIGTERM)
+    assert service.wait_exit(5) == (1 if check else 0), service.raw_stderr
+    assert [record["kind"] for record in service.records] == ["stopped"]
 
 
 @pytest.mark.parametrize("text", ["{", "\xff"])

@@ -353,6 +353,20 @@ def test_help_explains_the_command():
     assert "Exit status" in ran.stdout and ran.stderr == ""
 
 
+@pytest.mark.parametrize("args", [["--help"], ["--json"], []])
+@pytest.mark.parametrize("stdout", ["closed", "full"])
+def test_help_and_report_to_a_stdout_that_takes_nothing_say_so_in_one_line(tmp_path, args, stdout):
+    """--help, the --json outcome and the report: one line on stderr and 1, not a traceback."""
+    root = write_files(tmp_path / "pack", {"pyproject.toml": CONFIG, "tools/t.py": TOOL})
+    command = [PYTHON, str(SERVICE), "index"] + (args if args == ["--help"] else ["--pack-dir", str(root)] + args)
+    with open(os.devnull if stdout == "closed" else "/dev/full", "wb") as target:
+        done = subprocess.run(command, stdin=subprocess.DEVNULL, stdout=target, stderr=subprocess.PIPE, timeout=60,
+                              preexec_fn=(lambda: os.close(1)) if stdout == "closed" else None)
+    assert done.returncode == 1
+    assert done.stderr.decode("utf-8") == "kindgi_pack_min: cannot write to stdout: %s\n" % (
+        "it is closed" if stdout == "closed" else "[Errno 28] No space left on device")
+
+
 @pytest.mark.parametrize("args, problem", [
     ([], "--pack-dir is required"),
     (["--json"], "--pack-dir is required"),

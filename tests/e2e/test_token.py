@@ -19,10 +19,11 @@ import json
 import os
 import re
 import secrets
+import subprocess
 
 import pytest
 
-from conftest import TOKEN, PackWriter, service_env
+from conftest import FROM_BYTECODE, PYTHON, ROOT, TOKEN, PackWriter, Service, service_env
 
 # The env filter's platform names, written out again here so that the test checks the service's copy.
 PLATFORM_NAMES = """
@@ -467,3 +468,23 @@ def test_without_memory_writes_the_service_re_executes_and_still_hides_everythin
     assert service.records_of("token-exposed") == []
     assert service.wait_record("env-dropped")["names"] == sorted(EXTRA_DROPPED)
     assert output["environ"] == expected_kept(env, EXTRA_DROPPED)
+
+
+def test_a_handoff_variable_set_from_outside_is_ignored_not_waited_on(launcher, pack_index):
+    """KINDGI_PACK_HANDOFF_FD is the re-exec's own pipe: naming stdin, a pipe whose writer stays
+    open, it held the boot for ever.  It is ignored: the service boots and hides the token itself."""
+    read_end, write_end = os.pipe()   # this test holds the writer until the end
+    try:
+        proc = subprocess.Popen([PYTHON] + list(FROM_BYTECODE) + ["--index", str(pack_index)], cwd=str(ROOT),
+                                env=service_env(dict(input_environment(), KINDGI_PACK_HANDOFF_FD="0")),
+                                stdin=read_end, stdout=subprocess.PIPE, stderr=subprocess.PIPE)
+        service = Service(proc)
+        launcher.started.append(service)
+        assert service.wait_listening(), "\n".join(service.raw_stderr)
+        output = probe(service)
+        assert TOKEN not in json.dumps(output)
+        assert "KINDGI_PACK_HANDOFF_FD" not in output["environ"]
+        assert service.records_of("token-exposed") == []
+    finally:
+        os.close(write_end)
+        os.close(read_end)
