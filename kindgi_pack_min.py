@@ -276,7 +276,8 @@ class Limits:
 
     ``silence`` and ``first_request`` are kernel socket timeouts: a read or a
     write that makes no progress for that long ends the connection (the
-    shorter one until the connection has shown the token).  ``head``,
+    shorter one until the connection has shown the token).  An index on a
+    pipe that stays silent as long fails the boot (``read_stream``).  ``head``,
     ``body`` and ``write`` bound a whole phase, however slowly the bytes
     trickle; the watchman enforces them.  Tests shorten them through
     ``KINDGI_PACK_MIN_TEST`` (see ``read_test_settings``).
@@ -288,7 +289,7 @@ class Limits:
     of one resource problem are written where they wait.
     """
 
-    silence = 10.0         # no progress reading or writing, once the token was shown
+    silence = 10.0         # no progress reading or writing, once the token was shown; an index on a pipe
     first_request = 3.0    # no progress before the connection has shown the token
     head = 10.0            # a request head, from its first byte
     body = 30.0            # a whole request body
