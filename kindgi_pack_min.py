@@ -1567,6 +1567,29 @@ class Pack:
                 entry.config_validator, entry.config_schema_error = compile_schema(entry.config_schema, shared)
         return problems
 
+    def refused_entries(self):
+        """What each call of a tool or check will be refused for: a module that doesn't define
+        it, a schema that can't be compiled.
+
+        These don't stop the boot (each call is answered with its error, as the
+        protocol says); the boot's ``unusable-entries`` warning names them early,
+        under ``--check`` too.
+        """
+        refused = []
+        for entry in self.index.tools:
+            what = 'Tool "%s"' % entry.id
+            if entry.problem is not None:
+                refused.append(entry.problem[1])
+            for side, error in (("input", entry.input_schema_error), ("output", entry.output_schema_error)):
+                if error is not None:
+                    refused.append(schema_refused(what, side, error))
+        for entry in self.index.checks:
+            if entry.problem is not None:
+                refused.append(entry.problem[1])
+            if entry.config_schema_error is not None:
+                refused.append(schema_refused('Check "%s"' % entry.check_id, "config", entry.config_schema_error))
+        return refused
+
     def _resolve(self, entry, kind, matches, code, text, problems):
         path = relative_module_path(entry.module_path, self.root)
         name = getattr(entry, "check_id", entry.id)
@@ -1602,6 +1625,11 @@ def compile_schema(schema, shared):
         return schema_lite.SchemaValidator(schema, lazy=True, shared=shared), None
     except schema_lite.SchemaError as exc:
         return None, str(exc)
+
+
+def schema_refused(what, side, detail):
+    """The answer's message for a schema ``compile_schema`` refused: ``Tool "x" input schema ...``."""
+    return "%s %s schema failed to compile: %s" % (what, side, detail)
 
 
 # ---------------------------------------------------------------------------
@@ -2899,8 +2927,8 @@ def call_tool(call):
     if tool is None:
         return call.error(*entry.problem)
     if entry.input_validator is None:
-        return call.error("input-validation-failed", 'Tool "%s" input schema failed to compile: %s'
-                          % (tool_id, entry.input_schema_error))
+        return call.error("input-validation-failed",
+                          schema_refused('Tool "%s"' % tool_id, "input", entry.input_schema_error))
     value = entry.input_validator.apply_defaults(call.message.get("input"), in_place=True)   # parsed for this call
     if not entry.input_validator.is_valid(value):
         return validation_failed(call, "input-validation-failed", 'Tool "%s" input failed validation' % tool_id,
@@ -2926,8 +2954,8 @@ def call_tool(call):
     if issues:
         return not_json(call, what, issues)
     if entry.output_validator is None:
-        return call.error("output-validation-failed", 'Tool "%s" output schema failed to compile: %s'
-                          % (tool_id, entry.output_schema_error))
+        return call.error("output-validation-failed",
+                          schema_refused('Tool "%s"' % tool_id, "output", entry.output_schema_error))
     refused = _invalid_output(call, entry, text, what)   # the value it parsed is freed by now
     return refused or result_body("result", "output", text)
 
@@ -2988,8 +3016,8 @@ def call_check(call):
     config = call.message["config"]
     if entry.config_schema is not None:
         if entry.config_validator is None:
-            return call.error("input-validation-failed", 'Check "%s" config schema failed to compile: %s'
-                              % (check_id, entry.config_schema_error))
+            return call.error("input-validation-failed",
+                              schema_refused('Check "%s"' % check_id, "config", entry.config_schema_error))
         if not entry.config_validator.is_valid(config):
             issues, left_out = entry.config_validator.first_issues(config, MAX_ISSUES)
             return call.error("input-validation-failed", with_left_out(
@@ -4210,6 +4238,10 @@ def boot(config, records, dropped, raw):
     problems = pack.load()
     if problems:
         raise BootFailed(problems)
+    refused = pack.refused_entries()
+    if refused:
+        records.write("warn", "Part of the pack can't be used; each call to it is refused: %s" % "; ".join(refused),
+                      event="unusable-entries", fields={"problems": refused})
     return pack, kindgi, missing
 
 

@@ -70,6 +70,52 @@ def test_check_never_binds_its_port(launcher, tmp_path):
     assert checked.records_of("boot-failed") == []
 
 
+ODD_CODE = '''
+from kindgi import tool, guardrail
+
+@tool(description="A test tool.", input={"type": "object"}, output={}, id="bad-input")
+def bad_input(input):
+    return input
+
+@guardrail(id="bad-config", on_violation="block")
+def bad_config(config, trace):
+    return True
+'''
+
+
+def test_check_names_what_every_call_will_be_refused_for(launcher, tmp_path):
+    """A tool its module doesn't define and schemas that can't be compiled don't stop the boot
+    (each call is answered with its error), but the boot says so at once, and --check with it."""
+    pack = good_pack(tmp_path)
+    pack.module("tools/odd.py", ODD_CODE)
+    pack.tool("ghost", "tools/good.py")
+    pack.tool("bad-input", "tools/odd.py", input={"type": "nope"})
+    pack.guardrail("bad-config", "tools/odd.py", config_schema={"type": "object", "minProperties": -1})
+    pack.guardrail("absent", "tools/odd.py")
+    index = pack.write()
+    refused = [
+        "Module 'tools/good.py' does not define handler \"ghost\"",
+        'Tool "bad-input" input schema failed to compile: "type" at #/type: unknown type "nope"',
+        'Check "bad-config" config schema failed to compile: "minProperties" at #/minProperties: '
+        "must be a non-negative integer",
+        "Module 'tools/odd.py' does not define check \"absent\"",
+    ]
+    code, checked = run_check(launcher, index)
+    assert code == 0, checked.raw_stderr
+    warning = checked.wait_record("unusable-entries")
+    assert warning["level"] == "warn" and warning["problems"] == refused
+    assert warning["message"] == "Part of the pack can't be used; each call to it is refused: " + "; ".join(refused)
+    service = launcher.start(index)
+    assert service.wait_record("unusable-entries")["problems"] == refused
+    answer = service.call_tool("bad-input", {})
+    assert json.loads(answer.body)["message"] == refused[1]
+
+
+def test_a_pack_that_can_answer_every_call_has_no_unusable_warning(launcher, tmp_path):
+    code, checked = run_check(launcher, good_pack(tmp_path).write())
+    assert code == 0 and checked.records_of("unusable-entries") == []
+
+
 def test_check_reports_missing_env_too(launcher, tmp_path):
     pack = good_pack(tmp_path)
     pack.env = {"required": ["NOT_SET_B", "NOT_SET_A"], "optional": []}
