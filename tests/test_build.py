@@ -46,3 +46,42 @@ def test_bytecode_is_the_same_under_pythonoptimize(monkeypatch):
     plain = build.bytecode("schema_lite")
     monkeypatch.setenv("PYTHONOPTIMIZE", "2")
     assert build.bytecode("schema_lite") == plain
+
+
+def copy_of_the_sources(folder, broken=None):
+    """The modules build.py reads, copied into *folder*; *broken* gets a line that doesn't compile."""
+    for module in build.modules():
+        with open(build.source_path(module), encoding="utf-8") as f:
+            source = f.read()
+        if module == broken:
+            source += "\ndef broken(:\n"
+        (folder / (module + ".py")).write_text(source, encoding="utf-8")
+
+
+def test_a_source_that_does_not_compile_is_one_line_and_nothing_written(tmp_path, monkeypatch, capsys):
+    sources, dist = tmp_path / "src", tmp_path / "dist"
+    sources.mkdir()
+    copy_of_the_sources(sources, broken="schema_lite")
+    monkeypatch.setattr(build, "ROOT", str(sources))
+    assert build.main(["--dist", str(dist)]) == 1
+    err = capsys.readouterr().err
+    assert err.startswith("build.py: %s line " % (sources / "schema_lite.py")) and err.count("\n") == 1, err
+    assert "Traceback" not in err and not dist.exists()
+
+
+def test_a_dist_that_can_not_be_written_is_one_line(tmp_path, capsys):
+    in_the_way = tmp_path / "a-file"
+    in_the_way.write_text("not a folder")
+    assert build.main(["--dist", str(in_the_way)]) == 1
+    err = capsys.readouterr().err
+    assert err.startswith("build.py: cannot write the one-file forms into %s: " % in_the_way), err
+    assert err.count("\n") == 1
+
+
+def test_a_failed_write_leaves_no_partial_file(tmp_path):
+    target = tmp_path / "kindgi_pack_min.pyz"
+    target.mkdir()
+    (target / "kept").write_text("a folder with a file can't be replaced by a file")
+    with pytest.raises(OSError):
+        build.write(str(target), b"data")
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["kindgi_pack_min.pyz"]

@@ -252,12 +252,33 @@ def script_text(names, python):
 # ---------------------------------------------------------------------------
 
 def write(path, data):
-    """Write *data* to *path* as an executable file; a reader never sees half of it."""
+    """Write *data* to *path* as an executable file; a reader never sees half of it, and a
+    failed write leaves nothing behind."""
     partial = path + ".partial"
-    with open(partial, "wb") as f:
-        f.write(data)
-    os.chmod(partial, 0o755)
-    os.replace(partial, path)
+    try:
+        with open(partial, "wb") as f:
+            f.write(data)
+        os.chmod(partial, 0o755)
+        os.replace(partial, path)
+    except BaseException:
+        if os.path.lexists(partial):
+            os.remove(partial)
+        raise
+
+
+def syntax_problem(names):
+    """The first source that doesn't compile, in one line, else None.
+
+    Checked here, before anything is written: the bytecode's child compiler
+    would say it in a traceback, and before Python 3.8 nothing compiles the
+    sources at all (the archive holds them only).
+    """
+    for module in names:
+        try:
+            compile(read_source(module), source_path(module), "exec", dont_inherit=True)
+        except SyntaxError as exc:
+            return "%s line %s: %s" % (source_path(module), exc.lineno, exc.msg)
+    return None
 
 
 def build(dist, python):
@@ -285,7 +306,16 @@ def main(argv=None):
     if os.path.realpath(args.dist) == os.path.realpath(ROOT):
         parser.error("--dist %s is the folder of the sources: the script would replace "
                      "kindgi_pack_min.py; name another folder" % args.dist)
-    for path in build(args.dist, args.python):
+    problem = syntax_problem(modules())
+    if problem:
+        sys.stderr.write("build.py: %s; nothing was written\n" % problem)
+        return 1
+    try:
+        paths = build(args.dist, args.python)
+    except (OSError, subprocess.SubprocessError) as exc:
+        sys.stderr.write("build.py: cannot write the one-file forms into %s: %s\n" % (args.dist, exc))
+        return 1
+    for path in paths:
         print("wrote %s (%d bytes)" % (path, os.path.getsize(path)))
     return 0
 
