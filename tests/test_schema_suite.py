@@ -59,3 +59,25 @@ def test_same_answers_under_the_service_interpreter(suite, oracle):
     assert done.returncode == 0, out[-3000:]
     digest = schema_report.answers_digest(suite, oracle)
     assert digest in out, out[-500:]
+
+
+def run_report(*args):
+    done = subprocess.run([sys.executable, str(REPORT)] + list(args), stdout=subprocess.PIPE,
+                          stderr=subprocess.STDOUT, timeout=120)
+    return done.returncode, done.stdout.decode("utf-8", "replace")
+
+
+def test_report_help_prints_the_usage_without_running_the_cases():
+    """--help used to run the whole report, and print no usage."""
+    status, out = run_report("--help")
+    assert status == 0, out
+    assert "--shared DIR" in out and "--answers FILE" in out, out
+    assert "answers digest" not in out, out
+
+
+@pytest.mark.parametrize("flag", ["--shared", "--answers"])
+def test_report_flag_without_its_value_is_a_usage_error(flag):
+    """A flag missing its value was a traceback (--answers: after the whole report ran)."""
+    status, out = run_report("--check", flag)
+    assert status == 2, out
+    assert "Traceback" not in out and "expected one argument" in out, out

@@ -17,6 +17,7 @@ means schema_lite gave them the same answers; ``--answers FILE`` writes the
 answers themselves, to compare where digests differ.
 """
 
+import argparse
 import hashlib
 import json
 import os
@@ -240,8 +241,21 @@ def percent(part, whole):
     return 100.0 * part / whole if whole else 100.0
 
 
+def parse_args(argv):
+    """The command line; ``--help`` prints the usage and a flag without its value is a usage
+    error (exit 2), before any case runs."""
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("--shared", metavar="DIR", default=DEFAULT_SHARED,
+                        help="the folder holding jsonschema-suite/ and ajv-oracle/ (default: %(default)s)")
+    parser.add_argument("--check", action="store_true",
+                        help="also check the thresholds the tests assert; exit 1 when one fails")
+    parser.add_argument("--answers", metavar="FILE", help="also write every answer to FILE")
+    return parser.parse_args(argv)
+
+
 def main(argv):
-    shared = argv[argv.index("--shared") + 1] if "--shared" in argv else DEFAULT_SHARED
+    args = parse_args(argv)
+    shared = args.shared
     if not os.path.isdir(shared):
         print("no shared directory at %s: nothing to report" % shared)
         return 2
@@ -264,13 +278,13 @@ def main(argv):
     for case_id, name, why in oracle["failures"]:
         print("  case %s %s: %s" % (case_id, name, why))
     status = 0
-    if "--check" in argv:
+    if args.check:
         print("\nChecks")
         for what, ok, detail in threshold_checks(results, oracle):
             print("  %-6s %s: %s" % ("ok" if ok else "FAILED", what, detail))
             status = status or (0 if ok else 1)
-    if "--answers" in argv:
-        with open(argv[argv.index("--answers") + 1], "w", encoding="utf-8") as f:
+    if args.answers:
+        with open(args.answers, "w", encoding="utf-8") as f:
             f.write(answers_text(results, oracle))
     print("\nanswers digest (Python %s): %s" % (sys.version.split()[0], answers_digest(results, oracle)))
     return status
