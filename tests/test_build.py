@@ -85,3 +85,14 @@ def test_a_failed_write_leaves_no_partial_file(tmp_path):
     with pytest.raises(OSError):
         build.write(str(target), b"data")
     assert sorted(p.name for p in tmp_path.iterdir()) == ["kindgi_pack_min.pyz"]
+
+
+@pytest.mark.parametrize("python", ["", "  ", "/usr/bin/python3\nimport os"])
+def test_an_interpreter_that_makes_no_single_line_is_refused(python, tmp_path, capsys):
+    """--python "" wrote a bare #! line, and a shell ran the script as shell commands; a line
+    break put the rest of the value into both files as code."""
+    with pytest.raises(SystemExit) as raised:
+        build.main(["--dist", str(tmp_path), "--python", python])
+    assert raised.value.code == 2
+    assert "name the interpreter, on one line" in capsys.readouterr().err
+    assert os.listdir(str(tmp_path)) == []

@@ -303,6 +303,10 @@ def main(argv=None):
     missing = [m + ".py" for m in REQUIRED if not os.path.isfile(source_path(m))]
     if missing:
         parser.error("missing in %s: %s" % (ROOT, ", ".join(missing)))
+    if not args.python.strip() or "\n" in args.python or "\r" in args.python:
+        # An empty #! line makes a shell run the file as its own commands; a line break would
+        # put the rest of the value into both files as code.
+        parser.error("--python %r: name the interpreter, on one line, e.g. /usr/bin/python3" % args.python)
     if os.path.realpath(args.dist) == os.path.realpath(ROOT):
         parser.error("--dist %s is the folder of the sources: the script would replace "
                      "kindgi_pack_min.py; name another folder" % args.dist)
