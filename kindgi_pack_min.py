@@ -1044,12 +1044,13 @@ def read_config(argv, environ, handoff=None):
     config = Config()
     problems = []
     log_problem = read_log_config(environ, config)
+    index_given = _take_arguments(argv, config, problems)
+    if config.action:   # --help and --version answer whatever the environment holds
+        return config, []
     if log_problem:
         return config, [log_problem]
-    if not _take_arguments(argv, config, problems) and environ.get("KINDGI_PACK_INDEX"):
+    if not index_given and environ.get("KINDGI_PACK_INDEX"):
         config.index_path = environ["KINDGI_PACK_INDEX"]
-    if config.action:
-        return config, []
     if handoff is None:
         _read_token(environ, config, problems)
     else:

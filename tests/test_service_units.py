@@ -945,6 +945,16 @@ def test_every_configuration_problem_at_once():
         'KINDGI_PACK_MIN_TEST: "head=fast" is not a test setting this service knows']
 
 
+@pytest.mark.parametrize("flag, action", [("--help", "help"), ("--version", "version")])
+@pytest.mark.parametrize("variable, value", [("KINDGI_LOG_LEVEL", "loud"), ("KINDGI_LOG_LEVELS", "pack"),
+                                             ("KINDGI_LOG_FORMAT", "xml"), ("PORT", "x")])
+def test_help_and_version_answer_whatever_the_environment_holds(flag, action, variable, value):
+    """A bad logging variable refused --help and --version (config-invalid, exit 1), where any
+    other bad variable let them answer: the usage is what a user reads to fix the variable."""
+    config, problems = kpm.read_config([flag], {variable: value})
+    assert (config.action, problems) == (action, [])
+
+
 def test_a_good_configuration():
     config, problems = kpm.read_config(
         ["--index", "/x/index.json", "--check"],
