@@ -224,6 +224,14 @@ def test_bad_or_missing_token_is_401(service, path, token):
     assert_no_invoke_headers(resp)
 
 
+@pytest.mark.parametrize("token", ["\xa0" + TOKEN, TOKEN + "\xa0", TOKEN + "\x85"])
+def test_a_token_with_other_whitespace_around_it_is_401(service, token):
+    """Only spaces and tabs around a header's value are not part of it: a no-break space or a
+    NEL byte (whitespace to str.strip) makes another token."""
+    resp = service.request("GET", "/v1/info", token=token)
+    assert_answer(resp, 401, b'{"error":"Bad pack token"}')
+
+
 def test_authorization_header_is_not_a_token(service):
     resp = service.request("GET", "/v1/info", token=False,
                            headers={"authorization": "Bearer " + TOKEN})
