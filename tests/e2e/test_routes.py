@@ -544,6 +544,7 @@ def test_421_503_and_500_answers_have_a_date_too(launcher, tmp_path):
     assert_dated(resp)
     resp = service.call_tool("bug", {}, headers={"kindgi-tenant-id": tenant}, ctx={"tenantId": tenant, "runId": "r"})
     assert (resp.status, resp.json) == (500, {"error": "RuntimeError: a bug in the service"})
+    assert resp.header("connection") == "close"   # after the service's own failure, nothing on it is trusted
     assert_dated(resp)
     strict = launcher.start(pack.write("strict.json"))
     resp = strict.request("GET", "/readyz", token=False)
