@@ -217,15 +217,19 @@ def test_signal_drains_and_answers_the_call_in_flight(launcher, pack_index, tmp_
         assert_draining_503(refused)
         assert refused.header("connection") == "close"
     kept_alive.close()
-    assert service.request("GET", "/healthz", token=False).body == b'{"status":"ok"}'
+    healthy = service.request("GET", "/healthz", token=False)
+    assert healthy.body == b'{"status":"ok"}'
     info = service.request("GET", "/v1/info")
     assert (info.status, info.json["packId"]) == (200, "test-pack")
+    # Once draining, every answer closes its connection: a caller keeps none to a stopping service.
+    assert healthy.header("connection") == info.header("connection") == "close"
     assert service.proc.poll() is None, "exited with a call still in flight"
 
     answer = held.finish()
     assert not isinstance(answer, Exception), answer
     assert answer.status == 200
     assert answer.json == {"v": 2, "kind": "result", "output": {"held": True, "pid": service.proc.pid}}
+    assert answer.header("connection") == "close"
     code, elapsed = wait_exit_after(service, signalled_at)
     assert code == 0
     assert elapsed < DRAIN_LIMIT
