@@ -396,6 +396,19 @@ def test_a_content_length_with_leading_zeros_is_its_number(service):
     assert [result_of(a) for a in answers] == [{"a": 1}]
 
 
+@pytest.mark.parametrize("missing", [1, 10])
+def test_a_body_cut_short_by_the_callers_close_runs_nothing(service, missing):
+    """The caller stops sending before the Content-Length it announced: what came is a whole JSON
+    message, but not the body; it is not run, and there is no one to answer."""
+    body = message(input={"cut": missing})
+    data = bare_invoke_head() + b"content-length: %d\r\n\r\n" % (len(body) + missing) + body
+    with fuzz.connect(service.port, 10) as sock:
+        sock.sendall(data)
+        sock.shutdown(socket.SHUT_WR)
+        raw, closed = fuzz.read_answers(sock, idle=1.0, total=10)
+    assert raw == b"" and closed, raw[:300]
+
+
 # -- early answers over an unread body ---------------------------------------------
 
 EARLY = [
