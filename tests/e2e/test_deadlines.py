@@ -185,6 +185,7 @@ def test_deadline_is_answered_while_a_sync_handler_sleeps(service):
     assert resp.body == b'{"v":2,"kind":"error","code":"deadline-exceeded","message":"nap passed its deadline",' \
                         b'"toolId":"nap"}'
     assert resp.header("kindgi-artifact-version") == "art-1"
+    assert resp.header("connection") == "close"   # the handler still holds the connection's thread
     assert elapsed < 2.0
     record = service.wait_record("call", where=lambda r: r.get("requestId") == "nap-late")
     assert record["outcome"] == "deadline-exceeded"
