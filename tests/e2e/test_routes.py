@@ -386,6 +386,33 @@ def test_at_the_cap_invoke_is_503_overloaded_and_the_call_does_not_run(service, 
     assert marker.exists()
 
 
+def test_a_call_whose_body_ends_once_the_cap_is_reached_is_503_and_does_not_run(service, tmp_path):
+    """The cap is checked again when the body has come: a call whose head came while a slot was
+    free takes none if the slots were taken while its body arrived."""
+    marker = tmp_path / "touched"
+    body = json.dumps({"v": 2, "kind": "invoke", "tool": {"id": "touch"}, "input": {"path": str(marker)},
+                       "ctx": {"tenantId": "t", "runId": "r"}}).encode()
+    with socket.create_connection(("127.0.0.1", service.port), timeout=30) as sock:
+        sock.sendall(invoke_head("content-length: %d" % len(body)) + body[:-1])
+        time.sleep(0.2)   # the head is read and admitted past the first check
+        first = gate_call(service, tmp_path, "late1")
+        second = gate_call(service, tmp_path, "late2")
+        try:
+            sock.sendall(body[-1:])
+            data = b""
+            while not data.endswith(b"}"):   # the answer, whatever it is, ends its JSON body there
+                chunk = sock.recv(65536)
+                if not chunk:
+                    break
+                data += chunk
+        finally:
+            release_gate(tmp_path, "late1", *first)
+            release_gate(tmp_path, "late2", *second)
+    assert data.startswith(b"HTTP/1.1 503 "), data[:200]
+    assert data.endswith(b'\r\n\r\n{"error":"overloaded"}') and b"\r\nretry-after: 1\r\n" in data
+    assert not marker.exists()
+
+
 def test_sequential_calls_at_cap_1_are_never_refused(launcher, index):
     """A caller that has its answer has no call in flight: its next call must be admitted."""
     service = launcher.start(index, env={"KINDGI_PACK_SERVICE_MAX_CONCURRENCY": "1"})
