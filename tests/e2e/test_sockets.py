@@ -237,6 +237,7 @@ def test_503_at_the_connection_cap(service):
             sock.close()
             assert [a.status for a in answers] == [status], (i, answers)
             assert answers[0].header("date"), answers[0].headers   # on every answer, the cap's 503 too
+            assert answers[0].closes, answers[0].headers   # over the cap: one answer, then the connection ends
 
         many(len(cases), one)
     finally:
