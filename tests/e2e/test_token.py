@@ -470,6 +470,7 @@ def test_without_memory_writes_the_service_re_executes_and_still_hides_everythin
     starts = (tmp_path / "site" / "starts").read_text().split()
     assert starts == [str(service.proc.pid)] * 2, "the service did not re-execute itself"
     output = probe(service)
+    assert output["pipes"] == {}, "the pipe the digest came by is still open"
     seen = json.dumps(output)
     assert TOKEN not in seen and "KINDGI_PACK_SERVICE_TOKEN" not in seen
     for value in EXTRA_DROPPED.values():
