@@ -229,6 +229,48 @@ def test_no_record_carries_the_token_even_when_pack_code_logs_it(filtered):
     assert [line for line in filtered.raw_stderr if TOKEN in line] == []
 
 
+# Breaks the service itself with the caller's value as the error's message.
+SERVICE_BUG = '''
+import sys
+from kindgi import tool
+
+service = sys.modules.get("kindgi_pack_min") or sys.modules["__main__"]
+run_tool = service.TARGETS["invoke"].run
+
+
+def run_or_break(call):
+    if call.target_id == "bug":
+        raise RuntimeError(call.message["input"]["value"])
+    return run_tool(call)
+
+
+service.TARGETS["invoke"].run = run_or_break
+
+
+@tool(description="A test tool.", id="bug", input={"type": "object"}, output={})
+def bug(input):
+    return {}
+'''
+
+
+@pytest.mark.parametrize("value, shown", [(TOKEN, "[redacted]"), ("Bearer abc.def-1", "Bearer [redacted]")],
+                         ids=["token", "bearer"])
+def test_a_service_failure_that_quotes_a_secret_does_not_write_it(launcher, tmp_path, value, shown):
+    """The service's own failure, with a caller's value as its message: the service-error record
+    masks it in its message and stack, as pack code's errors are masked."""
+    pack = PackWriter(tmp_path)
+    pack.module("tools/bug.py", SERVICE_BUG)
+    pack.tool("bug", "tools/bug.py")
+    service = launcher.start(pack.write())
+    response = service.call_tool("bug", {"value": value})
+    assert response.status == 500
+    record = service.wait_record("service-error")
+    assert record["message"] == "Call failed inside the service: RuntimeError: " + shown
+    assert "RuntimeError: " + shown in record["stack"]
+    secret = "abc.def-1" if value.startswith("Bearer") else TOKEN
+    assert [line for line in service.raw_stderr if secret in line] == []
+
+
 @pytest.mark.parametrize("which", ["filtered", "unfiltered", "reexecuted"])
 def test_no_object_pack_code_can_reach_holds_the_token_or_a_dropped_value(request, which):
     """The collector's objects and their contents, every thread's frames, the objects on ctx."""
