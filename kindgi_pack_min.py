@@ -3530,11 +3530,20 @@ class PackService:
     # -- the service's own failures, and a call's end ----------------------------
 
     def failed(self, exc, what):
-        """The service itself failed: a ``service-error`` record, and the 500 answer's body."""
-        text = "%s: %s" % (type(exc).__name__, _safe_str(exc))
+        """The service itself failed: a ``service-error`` record, and the 500 answer's body.
+
+        An error whose message is the service token (a caller's value it quoted) says
+        ``[redacted]`` instead, in its stack too, as pack code's errors do.
+        """
+        message = _safe_str(exc)
+        stack = format_stack(exc)
         token = self.records.token   # the text may hold pack code's values: masked as its records are
+        if token is not None and message and token.is_token(message):
+            stack = stack.replace(message, "[redacted]")
+            message = "[redacted]"
+        text = "%s: %s" % (type(exc).__name__, message)
         self.records.write("error", "%s failed inside the service: %s" % (what, scrub_text(text, token)),
-                           event="service-error", fields={"stack": scrub_text(format_stack(exc), token)})
+                           event="service-error", fields={"stack": scrub_text(stack, token)})
         return error_body(text)
 
     def out_of_threads(self, what):

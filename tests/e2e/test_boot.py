@@ -413,6 +413,10 @@ def test_listening_record(launcher, tmp_path):
     assert record["message"] == "Listening on port %d" % record["port"]
     assert record["packId"] == "boot-pack"
     assert record["artifactVersion"] == "art-boot"
+    assert record["host"] == "0.0.0.0"
+    # The limits this process serves within (README, Limits): at most 1,024 connections, 256 MiB of bodies.
+    assert isinstance(record["maxConnections"], int) and 16 <= record["maxConnections"] <= 1024
+    assert isinstance(record["memoryBudget"], int) and 0 < record["memoryBudget"] <= 256 * 1024 * 1024
     assert service.request("GET", "/healthz", token=False).status == 200
 
 

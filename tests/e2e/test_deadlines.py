@@ -185,6 +185,7 @@ def test_deadline_is_answered_while_a_sync_handler_sleeps(service):
     assert resp.body == b'{"v":2,"kind":"error","code":"deadline-exceeded","message":"nap passed its deadline",' \
                         b'"toolId":"nap"}'
     assert resp.header("kindgi-artifact-version") == "art-1"
+    assert resp.header("connection") == "close"   # the handler still holds the connection's thread
     assert elapsed < 2.0
     record = service.wait_record("call", where=lambda r: r.get("requestId") == "nap-late")
     assert record["outcome"] == "deadline-exceeded"
@@ -329,8 +330,11 @@ def test_deadline_holds_when_the_caller_pipelines_its_next_request(service):
     message = {"v": 2, "kind": "invoke", "tool": {"id": "nap"}, "input": {"seconds": 2.5},
                "ctx": {"tenantId": "t", "runId": "r"}}
     start = time.monotonic()
-    data = service.raw(invoke_bytes(message, "kindgi-timeout-ms: 300\r\n")
-                       + b"GET /healthz HTTP/1.1\r\nhost: x\r\n\r\n", read_until_close=False)
+    with socket.create_connection(("127.0.0.1", service.port), timeout=5) as sock:
+        sock.sendall(invoke_bytes(message, "kindgi-timeout-ms: 600\r\n"))
+        time.sleep(0.3)   # mid-call, the socket watched: sent with the invoke, it would only be buffered
+        sock.sendall(b"GET /healthz HTTP/1.1\r\nhost: x\r\n\r\n")
+        data = sock.recv(65536)
     assert time.monotonic() - start < 2.0
     assert data.startswith(b"HTTP/1.1 200 ")
     assert data.endswith(b'{"v":2,"kind":"error","code":"deadline-exceeded","message":"nap passed its deadline",'

@@ -217,15 +217,19 @@ def test_signal_drains_and_answers_the_call_in_flight(launcher, pack_index, tmp_
         assert_draining_503(refused)
         assert refused.header("connection") == "close"
     kept_alive.close()
-    assert service.request("GET", "/healthz", token=False).body == b'{"status":"ok"}'
+    healthy = service.request("GET", "/healthz", token=False)
+    assert healthy.body == b'{"status":"ok"}'
     info = service.request("GET", "/v1/info")
     assert (info.status, info.json["packId"]) == (200, "test-pack")
+    # Once draining, every answer closes its connection: a caller keeps none to a stopping service.
+    assert healthy.header("connection") == info.header("connection") == "close"
     assert service.proc.poll() is None, "exited with a call still in flight"
 
     answer = held.finish()
     assert not isinstance(answer, Exception), answer
     assert answer.status == 200
     assert answer.json == {"v": 2, "kind": "result", "output": {"held": True, "pid": service.proc.pid}}
+    assert answer.header("connection") == "close"
     code, elapsed = wait_exit_after(service, signalled_at)
     assert code == 0
     assert elapsed < DRAIN_LIMIT
@@ -261,6 +265,38 @@ def test_a_request_sent_as_the_signal_comes_is_answered_not_cut_off(launcher, pa
     assert (answer.status, answer.json) in ((503, {"error": "draining"}), (200, {"status": "ready"}))
     assert wait_exit_after(service, time.monotonic())[0] == 0
     kept.close()
+
+
+def test_an_invoke_whose_body_ends_after_the_signal_is_refused_draining(launcher, pack_index, tmp_path):
+    """An invoke that passed the readiness check before the signal, but whose body was still
+    arriving, takes no slot once the drain has begun: 503 ``draining``, not a call that starts
+    while the service stops."""
+    service = launcher.start(pack_index)
+    release = tmp_path / "release"
+    release.touch()   # were it run, the call would return at once
+    body = json.dumps({"v": 2, "kind": "invoke", "tool": {"id": "hold"},
+                       "input": {"started": str(tmp_path / "started"), "release": str(release)},
+                       "ctx": {"tenantId": "t", "runId": "r"}}).encode()
+    head = ("POST /v1/invoke HTTP/1.1\r\nhost: x\r\ncontent-type: application/json\r\n"
+            "kindgi-pack-token: %s\r\ncontent-length: %d\r\n\r\n" % (TOKEN, len(body))).encode()
+    with socket.create_connection(("127.0.0.1", service.port), timeout=10) as sock:
+        sock.sendall(head + body[:-1])
+        time.sleep(0.3)   # the service is reading the body now
+        service.signal(signal.SIGTERM)
+        service.wait_record("draining", timeout=5)
+        sock.sendall(body[-1:])
+        chunks = []
+        while True:
+            chunk = sock.recv(65536)
+            if not chunk:
+                break
+            chunks.append(chunk)
+    answer = b"".join(chunks)
+    assert answer.startswith(b"HTTP/1.1 503 "), answer
+    assert answer.endswith(b'\r\n\r\n{"error":"draining"}')
+    assert b"\r\nretry-after: 1\r\n" in answer and b"\r\nconnection: close\r\n" in answer
+    assert not (tmp_path / "started").exists(), "the call ran"
+    assert wait_exit_after(service, time.monotonic())[0] == 0
 
 
 SLOW_IMPORT = '''

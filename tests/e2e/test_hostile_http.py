@@ -163,14 +163,14 @@ def result_of(answer):
     (b"GET /healthz http/1.1\r\n\r\n", 400),
     (b"GET /healthz HTTP/2.0\r\n\r\n", 505),
     (b"GET /hea\tlthz HTTP/1.1\r\nHost: a\r\n\r\n", 400),
-    (b"GET /healthz HTTP/1.1\r\nno-colon-here\r\n\r\n", 400),
-    (b"GET /healthz HTTP/1.1\r\nbad name: x\r\n\r\n", 400),
-    (b"GET /healthz HTTP/1.1\r\nbad(name): x\r\n\r\n", 400),
-    (b"GET /healthz HTTP/1.1\r\n: empty-name\r\n\r\n", 400),
-    (b"GET /healthz HTTP/1.1\r\nx-a: b\x00c\r\n\r\n", 400),
-    (b"GET /healthz HTTP/1.1\r\nx-\xe9: b\r\n\r\n", 400),
-    (b"GET /healthz HTTP/1.1\r\nx-a: b\r\n folded\r\n\r\n", 400),
-    (b"GET /healthz HTTP/1.1\r\nx-a: b\rc\r\n\r\n", 400),
+    (b"GET /healthz HTTP/1.1\r\nHost: a\r\nno-colon-here\r\n\r\n", 400),
+    (b"GET /healthz HTTP/1.1\r\nHost: a\r\nbad name: x\r\n\r\n", 400),
+    (b"GET /healthz HTTP/1.1\r\nHost: a\r\nbad(name): x\r\n\r\n", 400),
+    (b"GET /healthz HTTP/1.1\r\nHost: a\r\n: empty-name\r\n\r\n", 400),
+    (b"GET /healthz HTTP/1.1\r\nHost: a\r\nx-a: b\x00c\r\n\r\n", 400),
+    (b"GET /healthz HTTP/1.1\r\nHost: a\r\nx-\xe9: b\r\n\r\n", 400),
+    (b"GET /healthz HTTP/1.1\r\nHost: a\r\nx-a: b\r\n folded\r\n\r\n", 400),
+    (b"GET /healthz HTTP/1.1\r\nHost: a\r\nx-a: b\rc\r\n\r\n", 400),
     (b"GET /healthz HTTP/1.1\r\nx-a: " + b"a" * 9000 + b"\r\n\r\n", 431),
     (b"GET /" + b"a" * 9000 + b" HTTP/1.1\r\n\r\n", 414),
     (b"GET /healthz HTTP/1.1\r\n" + b"".join(b"x-%d: v\r\n" % i for i in range(200)) + b"\r\n", 431),
@@ -178,7 +178,9 @@ def result_of(answer):
      431),
 ], ids=short_id)
 def test_malformed_or_oversized_head_is_refused_and_closed(service, head, status):
-    refused_and_closed(service, head, status)
+    """A head with header lines names its Host: the refusal is for what is malformed, not for a missing Host."""
+    answer = refused_and_closed(service, head, status)
+    assert answer.json() != {"error": "Missing Host header"}
 
 
 def test_one_header_repeated_until_the_head_limit(service):
@@ -259,11 +261,14 @@ SMUGGLED = b"GET /v1/info HTTP/1.1\r\nkindgi-pack-token: " + TOKEN.encode() + b"
     [b"transfer-encoding: identity"],
 ], ids=lambda framing: short_id(b" + ".join(framing)))
 def test_ambiguous_framing_is_refused_and_nothing_is_smuggled(service, framing):
-    """Content-Length with Transfer-Encoding, or any framing a proxy could read differently."""
-    head = b"POST /v1/invoke HTTP/1.1\r\nkindgi-pack-token: " + TOKEN.encode() + \
+    """Content-Length with Transfer-Encoding, or any framing a proxy could read differently.
+
+    The head is valid but for its framing (a Host header too), so the refusal is the framing's."""
+    head = b"POST /v1/invoke HTTP/1.1\r\nHost: a\r\nkindgi-pack-token: " + TOKEN.encode() + \
         b"\r\ncontent-type: application/json\r\n" + b"\r\n".join(framing) + b"\r\n\r\n"
     answers, closed = answers_to(service, head + b"0\r\n\r\n" + SMUGGLED)
     assert len(answers) == 1 and answers[0].status in (400, 413, 501), answers
+    assert answers[0].json() != {"error": "Missing Host header"}
     assert answers[0].closes and closed
 
 
@@ -389,6 +394,19 @@ def test_a_content_length_with_leading_zeros_is_its_number(service):
     data = invoke(body).replace(b"content-length: %d" % len(body), b"content-length: %020d" % len(body))
     answers, _ = answers_to(service, data)
     assert [result_of(a) for a in answers] == [{"a": 1}]
+
+
+@pytest.mark.parametrize("missing", [1, 10])
+def test_a_body_cut_short_by_the_callers_close_runs_nothing(service, missing):
+    """The caller stops sending before the Content-Length it announced: what came is a whole JSON
+    message, but not the body; it is not run, and there is no one to answer."""
+    body = message(input={"cut": missing})
+    data = bare_invoke_head() + b"content-length: %d\r\n\r\n" % (len(body) + missing) + body
+    with fuzz.connect(service.port, 10) as sock:
+        sock.sendall(data)
+        sock.shutdown(socket.SHUT_WR)
+        raw, closed = fuzz.read_answers(sock, idle=1.0, total=10)
+    assert raw == b"" and closed, raw[:300]
 
 
 # -- early answers over an unread body ---------------------------------------------

@@ -224,6 +224,14 @@ def test_bad_or_missing_token_is_401(service, path, token):
     assert_no_invoke_headers(resp)
 
 
+@pytest.mark.parametrize("token", ["\xa0" + TOKEN, TOKEN + "\xa0", TOKEN + "\x85"])
+def test_a_token_with_other_whitespace_around_it_is_401(service, token):
+    """Only spaces and tabs around a header's value are not part of it: a no-break space or a
+    NEL byte (whitespace to str.strip) makes another token."""
+    resp = service.request("GET", "/v1/info", token=token)
+    assert_answer(resp, 401, b'{"error":"Bad pack token"}')
+
+
 def test_authorization_header_is_not_a_token(service):
     resp = service.request("GET", "/v1/info", token=False,
                            headers={"authorization": "Bearer " + TOKEN})
@@ -376,6 +384,33 @@ def test_at_the_cap_invoke_is_503_overloaded_and_the_call_does_not_run(service, 
     resp = service.call_tool("touch", {"path": str(marker)})
     assert resp.json["kind"] == "result"
     assert marker.exists()
+
+
+def test_a_call_whose_body_ends_once_the_cap_is_reached_is_503_and_does_not_run(service, tmp_path):
+    """The cap is checked again when the body has come: a call whose head came while a slot was
+    free takes none if the slots were taken while its body arrived."""
+    marker = tmp_path / "touched"
+    body = json.dumps({"v": 2, "kind": "invoke", "tool": {"id": "touch"}, "input": {"path": str(marker)},
+                       "ctx": {"tenantId": "t", "runId": "r"}}).encode()
+    with socket.create_connection(("127.0.0.1", service.port), timeout=30) as sock:
+        sock.sendall(invoke_head("content-length: %d" % len(body)) + body[:-1])
+        time.sleep(0.2)   # the head is read and admitted past the first check
+        first = gate_call(service, tmp_path, "late1")
+        second = gate_call(service, tmp_path, "late2")
+        try:
+            sock.sendall(body[-1:])
+            data = b""
+            while not data.endswith(b"}"):   # the answer, whatever it is, ends its JSON body there
+                chunk = sock.recv(65536)
+                if not chunk:
+                    break
+                data += chunk
+        finally:
+            release_gate(tmp_path, "late1", *first)
+            release_gate(tmp_path, "late2", *second)
+    assert data.startswith(b"HTTP/1.1 503 "), data[:200]
+    assert data.endswith(b'\r\n\r\n{"error":"overloaded"}') and b"\r\nretry-after: 1\r\n" in data
+    assert not marker.exists()
 
 
 def test_sequential_calls_at_cap_1_are_never_refused(launcher, index):
@@ -536,6 +571,7 @@ def test_421_503_and_500_answers_have_a_date_too(launcher, tmp_path):
     assert_dated(resp)
     resp = service.call_tool("bug", {}, headers={"kindgi-tenant-id": tenant}, ctx={"tenantId": tenant, "runId": "r"})
     assert (resp.status, resp.json) == (500, {"error": "RuntimeError: a bug in the service"})
+    assert resp.header("connection") == "close"   # after the service's own failure, nothing on it is trusted
     assert_dated(resp)
     strict = launcher.start(pack.write("strict.json"))
     resp = strict.request("GET", "/readyz", token=False)

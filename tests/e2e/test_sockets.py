@@ -237,6 +237,7 @@ def test_503_at_the_connection_cap(service):
             sock.close()
             assert [a.status for a in answers] == [status], (i, answers)
             assert answers[0].header("date"), answers[0].headers   # on every answer, the cap's 503 too
+            assert answers[0].closes, answers[0].headers   # over the cap: one answer, then the connection ends
 
         many(len(cases), one)
     finally:
@@ -509,7 +510,10 @@ def test_out_of_threads_refuses_connections_and_still_keeps_deadlines_and_the_dr
     end = time.monotonic() + 5
     while threads(svc) < limit and time.monotonic() < end:
         time.sleep(0.02)
-    assert svc.raw(invoke(message()), timeout=5).startswith(b"HTTP/1.1 503 Service Unavailable")
+    refused = svc.raw(invoke(message()), timeout=5)
+    assert refused.startswith(b"HTTP/1.1 503 Service Unavailable"), refused
+    assert b"\r\nretry-after: 1\r\n" in refused and b"\r\nconnection: close\r\n" in refused, refused
+    assert refused.endswith(b'\r\n\r\n{"error":"overloaded"}'), refused
     assert "limit of threads" in svc.wait_record("out-of-threads", 5)["message"]
     for caller in callers:
         caller.join(10)

@@ -197,6 +197,17 @@ def test_pack_code_finds_no_token(request, which, where):
     assert "KINDGI_PACK_SERVICE_TOKEN" not in seen
 
 
+def test_where_memory_can_be_written_the_token_is_hidden_in_place(filtered):
+    """Where this process can write its own memory, the service can too: it overwrites its
+    environment block in place, without the fallback's second start of the interpreter (whose
+    block would still name the pipe the digest came by)."""
+    try:
+        open("/proc/self/mem", "r+b", buffering=0).close()
+    except OSError as exc:
+        pytest.skip("/proc/self/mem can't be written here: %s" % exc)
+    assert "KINDGI_PACK_HANDOFF_FD" not in probe(filtered)["procEnviron"]
+
+
 def test_token_still_works_on_the_wire(filtered):
     assert filtered.request("GET", "/v1/info").status == 200
     assert filtered.request("GET", "/v1/info", token=TOKEN + "x").status == 401
@@ -217,6 +228,48 @@ def test_no_record_carries_the_token_even_when_pack_code_logs_it(filtered):
     warn = filtered.wait_record(None, where=lambda r: r.get("apiKey") is not None)
     assert (warn["message"], warn["apiKey"], warn["list"]) == ("[redacted]", "[redacted]", ["[redacted]"])
     assert [line for line in filtered.raw_stderr if TOKEN in line] == []
+
+
+# Breaks the service itself with the caller's value as the error's message.
+SERVICE_BUG = '''
+import sys
+from kindgi import tool
+
+service = sys.modules.get("kindgi_pack_min") or sys.modules["__main__"]
+run_tool = service.TARGETS["invoke"].run
+
+
+def run_or_break(call):
+    if call.target_id == "bug":
+        raise RuntimeError(call.message["input"]["value"])
+    return run_tool(call)
+
+
+service.TARGETS["invoke"].run = run_or_break
+
+
+@tool(description="A test tool.", id="bug", input={"type": "object"}, output={})
+def bug(input):
+    return {}
+'''
+
+
+@pytest.mark.parametrize("value, shown", [(TOKEN, "[redacted]"), ("Bearer abc.def-1", "Bearer [redacted]")],
+                         ids=["token", "bearer"])
+def test_a_service_failure_that_quotes_a_secret_does_not_write_it(launcher, tmp_path, value, shown):
+    """The service's own failure, with a caller's value as its message: the service-error record
+    masks it in its message and stack, as pack code's errors are masked."""
+    pack = PackWriter(tmp_path)
+    pack.module("tools/bug.py", SERVICE_BUG)
+    pack.tool("bug", "tools/bug.py")
+    service = launcher.start(pack.write())
+    response = service.call_tool("bug", {"value": value})
+    assert response.status == 500
+    record = service.wait_record("service-error")
+    assert record["message"] == "Call failed inside the service: RuntimeError: " + shown
+    assert "RuntimeError: " + shown in record["stack"]
+    secret = "abc.def-1" if value.startswith("Bearer") else TOKEN
+    assert [line for line in service.raw_stderr if secret in line] == []
 
 
 @pytest.mark.parametrize("which", ["filtered", "unfiltered", "reexecuted"])
@@ -460,6 +513,7 @@ def test_without_memory_writes_the_service_re_executes_and_still_hides_everythin
     starts = (tmp_path / "site" / "starts").read_text().split()
     assert starts == [str(service.proc.pid)] * 2, "the service did not re-execute itself"
     output = probe(service)
+    assert output["pipes"] == {}, "the pipe the digest came by is still open"
     seen = json.dumps(output)
     assert TOKEN not in seen and "KINDGI_PACK_SERVICE_TOKEN" not in seen
     for value in EXTRA_DROPPED.values():

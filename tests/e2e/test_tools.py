@@ -464,6 +464,18 @@ def test_input_missing_required(service):
                                  "message": "must have required property 'age'"}]
 
 
+def test_empty_or_absent_input_is_validated_too(service):
+    """``{}`` and no ``input`` at all are checked like any other input, not let through."""
+    answer = call(service, "strict", {})
+    assert answer["code"] == "input-validation-failed"
+    assert {i["params"].get("missingProperty") for i in answer["issues"]} >= {"name"}
+    resp = service.invoke({"v": 2, "kind": "invoke", "tool": {"id": "strict"},
+                           "ctx": {"tenantId": "tenant-1", "runId": "run-1"}})
+    assert resp.status == 200 and resp.json["code"] == "input-validation-failed"
+    assert resp.json["issues"] == [{"instancePath": "", "schemaPath": "#/type", "keyword": "type",
+                                    "params": {"type": "object"}, "message": "must be object"}]
+
+
 def test_input_not_an_object(service):
     answer = call(service, "strict", [1])
     assert answer["code"] == "input-validation-failed"
