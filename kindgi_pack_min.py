@@ -460,13 +460,21 @@ def error_fields(exc, with_stack, token=None, depth=0):
     if isinstance(code, (str, int)) and not isinstance(code, bool):
         fields["code"] = _safe_str(code)
     if with_stack:
-        fields["stack"] = format_stack(exc)
-        if token is not None and message and token.is_token(message):
-            fields["stack"] = fields["stack"].replace(message, "[redacted]")
+        fields["stack"] = masked_stack(exc, message, token)
     cause = exc.__cause__
     if cause is not None and depth < 3:
         fields["cause"] = error_fields(cause, with_stack, token, depth + 1)
     return fields
+
+
+def masked_stack(exc, message, token):
+    """The exception's stack, where its message, when that is the service token, says
+    ``[redacted]``: the stack quotes the message inside longer text, which no mask of whole
+    values finds."""
+    stack = format_stack(exc)
+    if token is not None and message and token.is_token(message):
+        return stack.replace(message, "[redacted]")
+    return stack
 
 
 def _escape_char(match):
@@ -3535,11 +3543,10 @@ class PackService:
         An error whose message is the service token (a caller's value it quoted) says
         ``[redacted]`` instead, in its stack too, as pack code's errors do.
         """
-        message = _safe_str(exc)
-        stack = format_stack(exc)
         token = self.records.token   # the text may hold pack code's values: masked as its records are
+        message = _safe_str(exc)
+        stack = masked_stack(exc, message, token)
         if token is not None and message and token.is_token(message):
-            stack = stack.replace(message, "[redacted]")
             message = "[redacted]"
         text = "%s: %s" % (type(exc).__name__, message)
         self.records.write("error", "%s failed inside the service: %s" % (what, scrub_text(text, token)),
