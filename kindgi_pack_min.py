@@ -928,6 +928,7 @@ class Config:
         self.max_connections = MAX_CONNECTIONS
         self.collect_garbage = True
         self.dropped = None          # the env filter's names, when a first image already hid them
+        self.handed_index = None     # (descriptor, SHA-256 hex) of the index a first image read from a pipe
 
 
 def read_log_config(environ, config):
@@ -1056,6 +1057,8 @@ def read_config(argv, environ, handoff=None):
     else:
         config.token = TokenCheck(bytes.fromhex(handoff["digest"]), handoff["length"])
         config.dropped = handoff["dropped"]
+        if "index" in handoff:
+            config.handed_index = (handoff["index"], handoff["indexDigest"])
     port = environ.get("PORT")
     if port is not None:
         number = read_decimal(port)
@@ -1188,6 +1191,27 @@ def read_stream(path, silence):
         os.close(fd)
 
 
+def read_handed_index(fd, digest):
+    """The index's bytes a first image handed over (``hand_over_index``), or the problem that
+    fails the boot (a str).
+
+    The descriptor must be an anonymous file (no name on any disk: nothing from outside can put
+    one there), its bytes exactly those the first image read: their SHA-256 is ``digest``.
+    """
+    try:
+        info = os.fstat(fd)
+        if not (stat.S_ISREG(info.st_mode) and info.st_nlink == 0):
+            return "Cannot read the pack index handed over by the first image: descriptor %d is not its copy" % fd
+        with open(fd, "rb") as f:   # closed once read
+            f.seek(0)
+            raw = f.read(MAX_INDEX_BYTES + 1)
+    except OSError as exc:
+        return "Cannot read the pack index handed over by the first image: %s" % exc
+    if sha256(raw).hexdigest() != digest:
+        return "Cannot read the pack index handed over by the first image: its bytes changed"
+    return raw
+
+
 def declared_env_names(raw):
     """The env names the index (its bytes, from ``read_index``) declares, or None when they can't
     be read from it.
@@ -1253,6 +1277,32 @@ def interpreter_flags():
     return args
 
 
+def hand_over_index(path, raw):
+    """A descriptor the re-executed image inherits, holding ``raw`` (the index's bytes), or None
+    when ``path`` is a regular file, which the new image reads again.
+
+    A pipe or a device (``--index <(...)``, a named pipe, /dev/stdin) gave its bytes to this
+    image only: they go into an anonymous in-memory file (before Python 3.8, an unlinked
+    temporary file).  Raises OSError.
+    """
+    try:
+        if stat.S_ISREG(os.stat(path).st_mode):
+            return None
+    except OSError:
+        pass   # gone since it was read (a named pipe removed): its bytes are handed over
+    if hasattr(os, "memfd_create"):
+        f = open(os.memfd_create("kindgi-pack-index"), "wb")
+    else:
+        import tempfile
+        f = tempfile.TemporaryFile()
+    with f:
+        f.write(raw)
+        f.flush()
+        fd = os.dup(f.fileno())
+    os.set_inheritable(fd, True)
+    return fd
+
+
 def reexec_with(handoff, argv):
     """Start this program again in the (cleaned) environment, ``handoff`` on a pipe.
 
@@ -1274,15 +1324,28 @@ def reexec_with(handoff, argv):
 
 
 def hide_secrets(config, argv, records, raw):
-    """Put the token and undeclared variables out of pack code's reach; return the dropped names."""
+    """Put the token and undeclared variables out of pack code's reach.
+
+    Returns ``(dropped, raw)``: the dropped names, and the index's bytes, or the problem
+    that fails the boot (a str) when they could not be read or handed over.
+    """
     hidden, dropped = hidden_names(config, os.environ, raw)
     forget_variables(hidden)
-    if scrub_environ_block(hidden):
-        return dropped
-    reexec_with(dict(config.token.handoff(), dropped=dropped), argv)
+    if scrub_environ_block(hidden) or isinstance(raw, str):
+        return dropped, raw   # an index that can't be read fails the boot before any pack code loads
+    handoff = dict(config.token.handoff(), dropped=dropped)
+    try:
+        index_fd = hand_over_index(config.index_path, raw)
+    except OSError as exc:
+        return dropped, "Cannot hand the pack index over to the re-executed service: %s" % exc
+    if index_fd is not None:
+        handoff.update(index=index_fd, indexDigest=sha256(raw).hexdigest())
+    reexec_with(handoff, argv)
+    if index_fd is not None:
+        os.close(index_fd)
     records.write("warn", "Could not hide the token: /proc/self/environ can't be cleaned here and "
                   "re-executing the interpreter failed", event="token-exposed", always=True)
-    return dropped
+    return dropped, raw
 
 
 def receive_handoff(environ):
@@ -1315,6 +1378,10 @@ def receive_handoff(environ):
         bytes.fromhex(handoff["digest"])
         if not (isinstance(handoff["length"], int) and isinstance(handoff["dropped"], list)):
             return None
+        if "index" in handoff:
+            bytes.fromhex(handoff["indexDigest"])
+            if not isinstance(handoff["index"], int):
+                return None
         os.close(fd)
         return handoff
     except (ValueError, OSError, KeyError, TypeError):
@@ -4339,11 +4406,15 @@ def main(argv=None):
     # Signals are still held here: one that comes while the secrets are hidden waits, and across
     # a re-exec it waits for the new image, which acts on it (a held signal survives execve).
     lifecycle.checking = config.check_only
-    raw = read_index(config.index_path, config.limits.silence)
+    raw = read_index(config.index_path, config.limits.silence) if config.handed_index is None \
+        else read_handed_index(*config.handed_index)
     if raw is None:   # a stop signal came while the index was awaited: the lifecycle thread acts on it and exits
         lifecycle.take_signals(records)
         lifecycle.thread.join()
-    dropped = config.dropped if config.dropped is not None else hide_secrets(config, argv, records, raw)
+    if config.dropped is None:
+        dropped, raw = hide_secrets(config, argv, records, raw)
+    else:
+        dropped = config.dropped
     lifecycle.take_signals(records)
     line_buffered_output(utf8_in_the_c_locale())
     try:

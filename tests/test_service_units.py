@@ -995,6 +995,53 @@ def test_a_handoff_brings_the_digest_not_the_token():
     assert "tok" not in json.dumps(check.handoff())
 
 
+@pytest.mark.parametrize("memfd", [True, False])
+def test_an_index_read_from_a_pipe_is_handed_over_in_an_anonymous_copy(tmp_path, monkeypatch, memfd):
+    """A regular file is read again by the re-executed image; anything else is copied (into an
+    unlinked temporary file where os.memfd_create is missing, before Python 3.8)."""
+    if not memfd:
+        monkeypatch.delattr(os, "memfd_create", raising=False)
+    named = tmp_path / "index.json"
+    named.write_bytes(b"{}")
+    assert kpm.hand_over_index(str(named), b"{}") is None
+    for path in ("/dev/zero", str(tmp_path / "gone")):   # a device; a named pipe removed once read
+        fd = kpm.hand_over_index(path, b'{"packId": "p"}')
+        assert os.get_inheritable(fd) and os.fstat(fd).st_nlink == 0
+        assert kpm.read_handed_index(fd, kpm.sha256(b'{"packId": "p"}').hexdigest()) == b'{"packId": "p"}'
+        with pytest.raises(OSError):
+            os.fstat(fd)   # closed once read
+
+
+def test_a_handed_over_index_must_be_the_anonymous_copy_with_its_digest(tmp_path):
+    digest = kpm.sha256(b"{}").hexdigest()
+    fd = kpm.hand_over_index("/dev/zero", b"{}")
+    assert kpm.read_handed_index(fd, kpm.sha256(b"{ }").hexdigest()) == (
+        "Cannot read the pack index handed over by the first image: its bytes changed")
+    named = tmp_path / "index.json"
+    named.write_bytes(b"{}")
+    with open(str(named), "rb") as f:
+        assert kpm.read_handed_index(f.fileno(), digest) == (
+            "Cannot read the pack index handed over by the first image: descriptor %d is not its copy" % f.fileno())
+        os.fstat(f.fileno())   # left open: it is not the service's
+    assert kpm.read_handed_index(fd, digest).startswith(
+        "Cannot read the pack index handed over by the first image: [Errno 9]")
+
+
+def test_an_index_that_cant_be_handed_over_fails_the_boot_instead_of_re_executing(monkeypatch):
+    def full(path, raw):
+        raise OSError(28, "No space left on device")
+    execs = []
+    monkeypatch.delenv(kpm.TOKEN_VAR, raising=False)
+    monkeypatch.setattr(kpm, "scrub_environ_block", lambda names: False)
+    monkeypatch.setattr(kpm, "hand_over_index", full)
+    monkeypatch.setattr(kpm, "reexec_with", lambda handoff, argv: execs.append(handoff))
+    config, _ = kpm.read_config(["--index", "/dev/stdin"], {"KINDGI_PACK_SERVICE_TOKEN": "tok",
+                                                           "KINDGI_PACK_ENV_FILTER": "off"})
+    assert kpm.hide_secrets(config, ["kindgi_pack_min.py"], None, b"{}") == (
+        [], "Cannot hand the pack index over to the re-executed service: [Errno 28] No space left on device")
+    assert execs == []
+
+
 def test_the_env_filter_keeps_declared_and_platform_names():
     assert kpm.kept_by_filter("MINE", {"MINE"}) and kpm.kept_by_filter("KINDGI_X", set())
     assert kpm.kept_by_filter("PATH", set()) and not kpm.kept_by_filter("kindgi_x", set())
