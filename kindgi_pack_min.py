@@ -1269,9 +1269,10 @@ def interpreter_flags():
     """The command-line flags that made this interpreter, to start it again the same way."""
     flags = sys.flags
     args = ["-I"] if flags.isolated else (["-E"] * bool(flags.ignore_environment)
-                                          + ["-s"] * bool(flags.no_user_site))
+                                          + ["-s"] * bool(flags.no_user_site)
+                                          + ["-P"] * bool(getattr(flags, "safe_path", False)))   # 3.11+
     args += ["-S"] * bool(flags.no_site) + ["-B"] * bool(flags.dont_write_bytecode)
-    args += ["-O"] * flags.optimize + ["-W" + w for w in sys.warnoptions]
+    args += ["-b"] * flags.bytes_warning + ["-O"] * flags.optimize + ["-W" + w for w in sys.warnoptions]
     for key, value in getattr(sys, "_xoptions", {}).items():
         args += ["-X", key if value is True else "%s=%s" % (key, value)]
     return args

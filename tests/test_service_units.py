@@ -1042,6 +1042,18 @@ def test_an_index_that_cant_be_handed_over_fails_the_boot_instead_of_re_executin
     assert execs == []
 
 
+def test_the_re_executed_interpreter_keeps_the_flags_that_change_what_pack_code_sees():
+    """-P keeps the script's folder off sys.path (Python 3.11+); -b and -bb make a bytes/str
+    comparison warn or raise, which a -W option alone does not."""
+    flags = ["-P", "-bb"] if sys.version_info >= (3, 11) else ["-bb"]
+    done = subprocess.run([sys.executable] + flags + ["-c", "import sys; sys.path.insert(0, sys.argv[1]); "
+                                                      "import json, kindgi_pack_min; print(json.dumps(kindgi_pack_min.interpreter_flags()))",
+                           ROOT], stdout=subprocess.PIPE, stderr=subprocess.PIPE, timeout=60)
+    assert done.returncode == 0, done.stderr
+    carried = json.loads(done.stdout.decode())
+    assert carried.count("-b") == 2 and ("-P" in carried) == (sys.version_info >= (3, 11))
+
+
 def test_the_env_filter_keeps_declared_and_platform_names():
     assert kpm.kept_by_filter("MINE", {"MINE"}) and kpm.kept_by_filter("KINDGI_X", set())
     assert kpm.kept_by_filter("PATH", set()) and not kpm.kept_by_filter("kindgi_x", set())
