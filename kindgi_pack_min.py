@@ -1110,7 +1110,7 @@ def read_config(argv, environ, handoff=None):
 
 TOKEN_VAR = "KINDGI_PACK_SERVICE_TOKEN"
 HANDOFF_VAR = "KINDGI_PACK_HANDOFF_FD"
-HANDOFF_MAX_CHUNKS = 16   # of 64 KiB: the hand-off is written whole into the pipe's buffer before the exec
+HANDOFF_MAX_BYTES = 1 << 20   # the hand-off is written whole into its pipe before the exec: Linux lets one hold 1 MiB
 KEPT_PREFIXES = ("KINDGI_", "LC_", "PYTHON", "OTEL_", "CLOUD_RUN_", "CONTAINER_APP_")
 KEPT_NAMES = frozenset("""
 PATH HOME HOSTNAME USER LANG LANGUAGE TZ TMPDIR TMP TEMP PWD SHLVL _ __CF_USER_TEXT_ENCODING
@@ -1304,15 +1304,47 @@ def hand_over_index(path, raw):
     return fd
 
 
+def write_handoff(handoff):
+    """The read end of a pipe that holds ``handoff`` (as JSON) whole, its writer closed; None
+    when it can't be made.
+
+    Nothing reads the pipe before the exec, so it must hold it all: a large environment's
+    dropped names take more than a pipe's 64 KiB, and a write that waited for room would hang
+    the boot, the stop signals held.  So the pipe is grown to fit, and written without waiting.
+    """
+    data = json.dumps(handoff).encode()
+    if len(data) > HANDOFF_MAX_BYTES:
+        return None
+    try:
+        read_end, write_end = os.pipe()
+    except OSError:
+        return None
+    written = 0
+    try:
+        if len(data) > 65536 and sys.platform.startswith("linux"):
+            import fcntl
+            fcntl.fcntl(write_end, getattr(fcntl, "F_SETPIPE_SZ", 1031), len(data))
+        os.set_blocking(write_end, False)
+        written = os.write(write_end, data)
+    except OSError:
+        pass   # no room: not handed over
+    finally:
+        os.close(write_end)
+    if written == len(data):
+        return read_end
+    os.close(read_end)
+    return None
+
+
 def reexec_with(handoff, argv):
     """Start this program again in the (cleaned) environment, ``handoff`` on a pipe.
 
     Returns only if exec fails.  The stop signals are held (``main`` takes
     them only after this), and a held signal stays pending across the exec.
     """
-    read_end, write_end = os.pipe()
-    os.write(write_end, json.dumps(handoff).encode())   # far less than a pipe's buffer
-    os.close(write_end)
+    read_end = write_handoff(handoff)
+    if read_end is None:
+        return
     os.set_inheritable(read_end, True)
     env = dict(os.environ, **{HANDOFF_VAR: str(read_end)})
     program = os.path.abspath(argv[0]) if argv and argv[0] not in ("", "-c") else __file__
@@ -1359,22 +1391,23 @@ def receive_handoff(environ):
     fd = environ.pop(HANDOFF_VAR, None)
     if fd is None:
         return None
-    chunks = []
+    chunks, size = [], 0
     try:
         fd = int(fd)
         if not stat.S_ISFIFO(os.fstat(fd).st_mode):
             return None
         poller = select.poll()   # not select.select: it refuses a descriptor over 1023
         poller.register(fd, select.POLLIN)
-        while len(chunks) < HANDOFF_MAX_CHUNKS:
+        while True:
             if not poller.poll(0):
                 return None   # a writer still holds it: not the hand-off
             chunk = os.read(fd, 65536)
             if not chunk:
                 break
             chunks.append(chunk)
-        else:
-            return None
+            size += len(chunk)
+            if size > HANDOFF_MAX_BYTES:
+                return None
         handoff = json.loads(b"".join(chunks).decode("utf-8"))
         bytes.fromhex(handoff["digest"])
         if not (isinstance(handoff["length"], int) and isinstance(handoff["dropped"], list)):

@@ -1042,6 +1042,23 @@ def test_an_index_that_cant_be_handed_over_fails_the_boot_instead_of_re_executin
     assert execs == []
 
 
+def test_a_handoff_larger_than_a_pipe_is_written_whole_without_waiting():
+    """A large environment's dropped names (Kubernetes' service links: thousands) took more than
+    the pipe's 64 KiB: the write waited for a reader that comes only after the exec, for ever."""
+    check = kpm.TokenCheck(kpm.sha256(b"tok").digest(), 3)
+    names = ["SERVICE_%05d_PORT_8080_TCP_ADDR" % i for i in range(8000)]   # 300 KiB of JSON
+    read_end = kpm.write_handoff(dict(check.handoff(), dropped=names))
+    assert kpm.receive_handoff({kpm.HANDOFF_VAR: str(read_end)})["dropped"] == names
+    with pytest.raises(OSError):
+        os.fstat(read_end)   # closed once read
+
+
+def test_a_handoff_too_large_to_hand_over_is_not_written():
+    before = sorted(os.listdir("/proc/self/fd"))
+    assert kpm.write_handoff({"dropped": ["N" * 1000] * 1100}) is None
+    assert sorted(os.listdir("/proc/self/fd")) == before
+
+
 def test_the_re_executed_interpreter_keeps_the_flags_that_change_what_pack_code_sees():
     """-P keeps the script's folder off sys.path (Python 3.11+); -b and -bb make a bytes/str
     comparison warn or raise, which a -W option alone does not."""

@@ -550,6 +550,20 @@ def test_an_index_on_a_pipe_is_handed_over_to_the_re_executed_service(launcher, 
     assert service.wait_record("env-dropped")["names"] == sorted(EXTRA_DROPPED)
 
 
+def test_thousands_of_dropped_names_are_handed_over_without_hanging_the_boot(launcher, pack_index, tmp_path):
+    """Their hand-off took more than a pipe's 64 KiB, written before anything reads it: the boot
+    hung for ever, SIGTERM held."""
+    many = {"SERVICE_%05d_PORT_8080_TCP_ADDR" % i: "10.0.0.1" for i in range(5000)}
+    env = dict(input_environment(), **without_memory_writes_at_first_start(tmp_path / "site"))
+    service = launcher.start(pack_index, env=dict(env, **many))
+    starts = (tmp_path / "site" / "starts").read_text().split()
+    assert starts == [str(service.proc.pid)] * 2, "the service did not re-execute itself"
+    assert service.records_of("token-exposed") == []
+    assert service.wait_record("env-dropped")["names"] == sorted(list(EXTRA_DROPPED) + list(many))
+    output = probe(service)
+    assert TOKEN not in json.dumps(output) and not set(many) & set(output["environ"])
+
+
 def test_a_handoff_variable_set_from_outside_is_ignored_not_waited_on(launcher, pack_index):
     """KINDGI_PACK_HANDOFF_FD is the re-exec's own pipe: naming stdin, a pipe whose writer stays
     open, it held the boot for ever.  It is ignored: the service boots and hides the token itself."""
