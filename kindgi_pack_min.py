@@ -1283,17 +1283,17 @@ def hand_over_index(path, raw):
     when ``path`` is a regular file, which the new image reads again.
 
     A pipe or a device (``--index <(...)``, a named pipe, /dev/stdin) gave its bytes to this
-    image only: they go into an anonymous in-memory file (before Python 3.8, an unlinked
-    temporary file).  Raises OSError.
+    image only: they go into an anonymous in-memory file (where there is none, before Python
+    3.8 or in a sandbox that refuses it, an unlinked temporary file).  Raises OSError.
     """
     try:
         if stat.S_ISREG(os.stat(path).st_mode):
             return None
     except OSError:
         pass   # gone since it was read (a named pipe removed): its bytes are handed over
-    if hasattr(os, "memfd_create"):
+    try:
         f = open(os.memfd_create("kindgi-pack-index"), "wb")
-    else:
+    except (AttributeError, OSError):
         import tempfile
         f = tempfile.TemporaryFile()
     with f:

@@ -995,12 +995,16 @@ def test_a_handoff_brings_the_digest_not_the_token():
     assert "tok" not in json.dumps(check.handoff())
 
 
-@pytest.mark.parametrize("memfd", [True, False])
+@pytest.mark.parametrize("memfd", ["there", "missing", "refused"])
 def test_an_index_read_from_a_pipe_is_handed_over_in_an_anonymous_copy(tmp_path, monkeypatch, memfd):
     """A regular file is read again by the re-executed image; anything else is copied (into an
-    unlinked temporary file where os.memfd_create is missing, before Python 3.8)."""
-    if not memfd:
+    unlinked temporary file where os.memfd_create is missing, before Python 3.8, or refused)."""
+    def refused(name, flags=0):
+        raise PermissionError(1, "Operation not permitted")
+    if memfd == "missing":
         monkeypatch.delattr(os, "memfd_create", raising=False)
+    elif memfd == "refused":
+        monkeypatch.setattr(os, "memfd_create", refused, raising=False)
     named = tmp_path / "index.json"
     named.write_bytes(b"{}")
     assert kpm.hand_over_index(str(named), b"{}") is None
