@@ -1336,6 +1336,16 @@ def write_handoff(handoff):
     return None
 
 
+def program_args(argv):
+    """The arguments that run this program again: ``-m`` and the module's name when it was run
+    so (run as a file, a package's module loses its package: its relative imports fail, and
+    sys.path starts with its folder instead of the current one), else the file it was run from."""
+    spec = getattr(sys.modules.get("__main__"), "__spec__", None)
+    if spec is not None and spec.name != "__main__":   # "__main__": a folder or a zip, run by its path
+        return ["-m", spec.name]
+    return [os.path.abspath(argv[0]) if argv and argv[0] not in ("", "-c") else __file__]
+
+
 def reexec_with(handoff, argv):
     """Start this program again in the (cleaned) environment, ``handoff`` on a pipe.
 
@@ -1347,11 +1357,10 @@ def reexec_with(handoff, argv):
         return
     os.set_inheritable(read_end, True)
     env = dict(os.environ, **{HANDOFF_VAR: str(read_end)})
-    program = os.path.abspath(argv[0]) if argv and argv[0] not in ("", "-c") else __file__
     try:
         sys.stdout.flush()
         sys.stderr.flush()
-        os.execve(sys.executable, [sys.executable] + interpreter_flags() + [program] + list(argv[1:]), env)
+        os.execve(sys.executable, [sys.executable] + interpreter_flags() + program_args(argv) + list(argv[1:]), env)
     except OSError:
         os.close(read_end)
 

@@ -564,6 +564,34 @@ def test_thousands_of_dropped_names_are_handed_over_without_hanging_the_boot(lau
     assert TOKEN not in json.dumps(output) and not set(many) & set(output["environ"])
 
 
+WRAPPER_MAIN = '''
+import signal, sys
+signal.pthread_sigmask(signal.SIG_BLOCK, {signal.SIGTERM, signal.SIGINT})
+from . import settings   # a relative import: this runs only as its package's module
+import kindgi_pack_min
+sys.exit(kindgi_pack_min.main())
+'''
+
+
+def test_a_service_run_with_dash_m_is_re_executed_with_dash_m(launcher, pack_index, tmp_path):
+    """Re-run by its file's path, a package's __main__ lost its package: the new image died on its
+    relative import, a traceback after the first image had gone."""
+    package = tmp_path / "app" / "wrapper"
+    package.mkdir(parents=True)
+    for name, source in (("__init__.py", ""), ("settings.py", ""), ("__main__.py", WRAPPER_MAIN)):
+        (package / name).write_text(source)
+    env = dict(input_environment(), **without_memory_writes_at_first_start(tmp_path / "site"))
+    env["PYTHONPATH"] += os.pathsep + str(ROOT)
+    service = launcher.spawn(["-m", "wrapper", "--index", pack_index], env=service_env(env), cwd=str(tmp_path / "app"))
+    assert service.wait_listening(), "\n".join(service.raw_stderr)
+    starts = (tmp_path / "site" / "starts").read_text().split()
+    assert starts == [str(service.proc.pid)] * 2, "the service did not re-execute itself"
+    output = probe(service)
+    assert output["cmdline"].split("\0")[-5:-1] == ["-m", "wrapper.__main__", "--index", str(pack_index)]
+    assert TOKEN not in json.dumps(output)
+    assert service.records_of("token-exposed") == []
+
+
 def test_a_handoff_variable_set_from_outside_is_ignored_not_waited_on(launcher, pack_index):
     """KINDGI_PACK_HANDOFF_FD is the re-exec's own pipe: naming stdin, a pipe whose writer stays
     open, it held the boot for ever.  It is ignored: the service boots and hides the token itself."""
