@@ -1205,7 +1205,7 @@ def read_handed_index(fd, digest):
         with open(fd, "rb") as f:   # closed once read
             f.seek(0)
             raw = f.read(MAX_INDEX_BYTES + 1)
-    except OSError as exc:
+    except (OSError, OverflowError) as exc:
         return "Cannot read the pack index handed over by the first image: %s" % exc
     if sha256(raw).hexdigest() != digest:
         return "Cannot read the pack index handed over by the first image: its bytes changed"
@@ -1427,7 +1427,7 @@ def receive_handoff(environ):
                 return None
         os.close(fd)
         return handoff
-    except (ValueError, OSError, KeyError, TypeError):
+    except (ValueError, OSError, OverflowError, KeyError, TypeError):   # OverflowError: past a C int
         return None
 
 

@@ -1057,6 +1057,17 @@ def test_a_handoff_larger_than_a_pipe_is_written_whole_without_waiting():
         os.fstat(read_end)   # closed once read
 
 
+@pytest.mark.parametrize("value", ["99999999999999999999", "-5", "x", ""])
+def test_a_handoff_variable_that_names_no_descriptor_is_ignored(value):
+    """One past a C int raised OverflowError: a traceback at start."""
+    environ = {kpm.HANDOFF_VAR: value}
+    assert kpm.receive_handoff(environ) is None and environ == {}
+
+
+def test_a_handed_over_index_past_a_c_int_is_a_problem_not_a_traceback():
+    assert kpm.read_handed_index(1 << 70, "00").startswith("Cannot read the pack index handed over by the first image: ")
+
+
 def test_a_handoff_too_large_to_hand_over_is_not_written():
     before = sorted(os.listdir("/proc/self/fd"))
     assert kpm.write_handoff({"dropped": ["N" * 1000] * 1100}) is None
