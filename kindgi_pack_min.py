@@ -1357,9 +1357,8 @@ def reexec_with(handoff, argv):
         return
     os.set_inheritable(read_end, True)
     env = dict(os.environ, **{HANDOFF_VAR: str(read_end)})
+    flush_output()   # what is buffered would go with this image; a stream closed at start is None
     try:
-        sys.stdout.flush()
-        sys.stderr.flush()
         os.execve(sys.executable, [sys.executable] + interpreter_flags() + program_args(argv) + list(argv[1:]), env)
     except OSError:
         os.close(read_end)

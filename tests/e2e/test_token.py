@@ -592,6 +592,21 @@ def test_a_service_run_with_dash_m_is_re_executed_with_dash_m(launcher, pack_ind
     assert service.records_of("token-exposed") == []
 
 
+@pytest.mark.parametrize("closed", [1, 2])
+def test_a_service_started_with_stdout_or_stderr_closed_re_executes(pack_index, tmp_path, closed):
+    """Python makes a stream closed at start None: flushing it before the exec was a traceback,
+    exit code 1, where the service that can write its memory boots."""
+    env = service_env(dict(input_environment(), **without_memory_writes_at_first_start(tmp_path / "site")))
+    done = subprocess.run([PYTHON] + list(FROM_BYTECODE) + ["--check", "--index", str(pack_index)], cwd=str(ROOT),
+                          env=env, stdin=subprocess.DEVNULL, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+                          preexec_fn=lambda: os.close(closed), timeout=60)
+    assert done.returncode == 0, done.stderr.decode()
+    starts = (tmp_path / "site" / "starts").read_text().split()
+    assert len(starts) == 2 and len(set(starts)) == 1, "the service did not re-execute itself"
+    if closed == 1:
+        assert b'"check-passed"' in done.stderr and b"Traceback" not in done.stderr
+
+
 def test_a_handoff_variable_set_from_outside_is_ignored_not_waited_on(launcher, pack_index):
     """KINDGI_PACK_HANDOFF_FD is the re-exec's own pipe: naming stdin, a pipe whose writer stays
     open, it held the boot for ever.  It is ignored: the service boots and hides the token itself."""
