@@ -1105,7 +1105,8 @@ def read_config(argv, environ, handoff=None):
 # Where that can't be done (a sandbox that refuses /proc/self/mem, no such
 # /proc fields), the interpreter re-executes itself with the clean
 # environment; the digest travels over an inherited pipe, read and closed
-# before any pack module loads.
+# before any pack module loads, and so does an index read from a pipe (in an
+# anonymous file): the new image would find the pipe empty.
 # ---------------------------------------------------------------------------
 
 TOKEN_VAR = "KINDGI_PACK_SERVICE_TOKEN"
