@@ -936,6 +936,7 @@ class Config:
         self.max_connections = MAX_CONNECTIONS
         self.collect_garbage = True
         self.dropped = None          # the env filter's names, when a first image already hid them
+        self.handed_index = None     # (descriptor, SHA-256 hex) of the index a first image read from a pipe
 
 
 def read_log_config(environ, config):
@@ -1064,6 +1065,8 @@ def read_config(argv, environ, handoff=None):
     else:
         config.token = TokenCheck(bytes.fromhex(handoff["digest"]), handoff["length"])
         config.dropped = handoff["dropped"]
+        if "index" in handoff:
+            config.handed_index = (handoff["index"], handoff["indexDigest"])
     port = environ.get("PORT")
     if port is not None:
         number = read_decimal(port)
@@ -1110,12 +1113,13 @@ def read_config(argv, environ, handoff=None):
 # Where that can't be done (a sandbox that refuses /proc/self/mem, no such
 # /proc fields), the interpreter re-executes itself with the clean
 # environment; the digest travels over an inherited pipe, read and closed
-# before any pack module loads.
+# before any pack module loads, and so does an index read from a pipe (in an
+# anonymous file): the new image would find the pipe empty.
 # ---------------------------------------------------------------------------
 
 TOKEN_VAR = "KINDGI_PACK_SERVICE_TOKEN"
 HANDOFF_VAR = "KINDGI_PACK_HANDOFF_FD"
-HANDOFF_MAX_CHUNKS = 16   # of 64 KiB: the hand-off is written whole into the pipe's buffer before the exec
+HANDOFF_MAX_BYTES = 1 << 20   # the hand-off is written whole into its pipe before the exec: Linux lets one hold 1 MiB
 KEPT_PREFIXES = ("KINDGI_", "LC_", "PYTHON", "OTEL_", "CLOUD_RUN_", "CONTAINER_APP_")
 KEPT_NAMES = frozenset("""
 PATH HOME HOSTNAME USER LANG LANGUAGE TZ TMPDIR TMP TEMP PWD SHLVL _ __CF_USER_TEXT_ENCODING
@@ -1196,6 +1200,27 @@ def read_stream(path, silence):
         os.close(fd)
 
 
+def read_handed_index(fd, digest):
+    """The index's bytes a first image handed over (``hand_over_index``), or the problem that
+    fails the boot (a str).
+
+    The descriptor must be an anonymous file (no name on any disk: nothing from outside can put
+    one there), its bytes exactly those the first image read: their SHA-256 is ``digest``.
+    """
+    try:
+        info = os.fstat(fd)
+        if not (stat.S_ISREG(info.st_mode) and info.st_nlink == 0):
+            return "Cannot read the pack index handed over by the first image: descriptor %d is not its copy" % fd
+        with open(fd, "rb") as f:   # closed once read
+            f.seek(0)
+            raw = f.read(MAX_INDEX_BYTES + 1)
+    except (OSError, OverflowError) as exc:
+        return "Cannot read the pack index handed over by the first image: %s" % exc
+    if sha256(raw).hexdigest() != digest:
+        return "Cannot read the pack index handed over by the first image: its bytes changed"
+    return raw
+
+
 def declared_env_names(raw):
     """The env names the index (its bytes, from ``read_index``) declares, or None when they can't
     be read from it.
@@ -1253,12 +1278,81 @@ def interpreter_flags():
     """The command-line flags that made this interpreter, to start it again the same way."""
     flags = sys.flags
     args = ["-I"] if flags.isolated else (["-E"] * bool(flags.ignore_environment)
-                                          + ["-s"] * bool(flags.no_user_site))
+                                          + ["-s"] * bool(flags.no_user_site)
+                                          + ["-P"] * bool(getattr(flags, "safe_path", False)))   # 3.11+
     args += ["-S"] * bool(flags.no_site) + ["-B"] * bool(flags.dont_write_bytecode)
-    args += ["-O"] * flags.optimize + ["-W" + w for w in sys.warnoptions]
+    args += ["-b"] * flags.bytes_warning + ["-O"] * flags.optimize + ["-W" + w for w in sys.warnoptions]
     for key, value in getattr(sys, "_xoptions", {}).items():
         args += ["-X", key if value is True else "%s=%s" % (key, value)]
     return args
+
+
+def hand_over_index(path, raw):
+    """A descriptor the re-executed image inherits, holding ``raw`` (the index's bytes), or None
+    when ``path`` is a regular file, which the new image reads again.
+
+    A pipe or a device (``--index <(...)``, a named pipe, /dev/stdin) gave its bytes to this
+    image only: they go into an anonymous in-memory file (where there is none, before Python
+    3.8 or in a sandbox that refuses it, an unlinked temporary file).  Raises OSError.
+    """
+    try:
+        if stat.S_ISREG(os.stat(path).st_mode):
+            return None
+    except OSError:
+        pass   # gone since it was read (a named pipe removed): its bytes are handed over
+    try:
+        f = open(os.memfd_create("kindgi-pack-index"), "wb")
+    except (AttributeError, OSError):
+        import tempfile
+        f = tempfile.TemporaryFile()
+    with f:
+        f.write(raw)
+        f.flush()
+        fd = os.dup(f.fileno())
+    os.set_inheritable(fd, True)
+    return fd
+
+
+def write_handoff(handoff):
+    """The read end of a pipe that holds ``handoff`` (as JSON) whole, its writer closed; None
+    when it can't be made.
+
+    Nothing reads the pipe before the exec, so it must hold it all: a large environment's
+    dropped names take more than a pipe's 64 KiB, and a write that waited for room would hang
+    the boot, the stop signals held.  So the pipe is grown to fit, and written without waiting.
+    """
+    data = json.dumps(handoff).encode()
+    if len(data) > HANDOFF_MAX_BYTES:
+        return None
+    try:
+        read_end, write_end = os.pipe()
+    except OSError:
+        return None
+    written = 0
+    try:
+        if len(data) > 65536 and sys.platform.startswith("linux"):
+            import fcntl
+            fcntl.fcntl(write_end, getattr(fcntl, "F_SETPIPE_SZ", 1031), len(data))
+        os.set_blocking(write_end, False)
+        written = os.write(write_end, data)
+    except OSError:
+        pass   # no room: not handed over
+    finally:
+        os.close(write_end)
+    if written == len(data):
+        return read_end
+    os.close(read_end)
+    return None
+
+
+def program_args(argv):
+    """The arguments that run this program again: ``-m`` and the module's name when it was run
+    so (run as a file, a package's module loses its package: its relative imports fail, and
+    sys.path starts with its folder instead of the current one), else the file it was run from."""
+    spec = getattr(sys.modules.get("__main__"), "__spec__", None)
+    if spec is not None and spec.name != "__main__":   # "__main__": a folder or a zip, run by its path
+        return ["-m", spec.name]
+    return [os.path.abspath(argv[0]) if argv and argv[0] not in ("", "-c") else __file__]
 
 
 def reexec_with(handoff, argv):
@@ -1267,30 +1361,41 @@ def reexec_with(handoff, argv):
     Returns only if exec fails.  The stop signals are held (``main`` takes
     them only after this), and a held signal stays pending across the exec.
     """
-    read_end, write_end = os.pipe()
-    os.write(write_end, json.dumps(handoff).encode())   # far less than a pipe's buffer
-    os.close(write_end)
+    read_end = write_handoff(handoff)
+    if read_end is None:
+        return
     os.set_inheritable(read_end, True)
     env = dict(os.environ, **{HANDOFF_VAR: str(read_end)})
-    program = os.path.abspath(argv[0]) if argv and argv[0] not in ("", "-c") else __file__
+    flush_output()   # what is buffered would go with this image; a stream closed at start is None
     try:
-        sys.stdout.flush()
-        sys.stderr.flush()
-        os.execve(sys.executable, [sys.executable] + interpreter_flags() + [program] + list(argv[1:]), env)
+        os.execve(sys.executable, [sys.executable] + interpreter_flags() + program_args(argv) + list(argv[1:]), env)
     except OSError:
         os.close(read_end)
 
 
 def hide_secrets(config, argv, records, raw):
-    """Put the token and undeclared variables out of pack code's reach; return the dropped names."""
+    """Put the token and undeclared variables out of pack code's reach.
+
+    Returns ``(dropped, raw)``: the dropped names, and the index's bytes, or the problem
+    that fails the boot (a str) when they could not be read or handed over.
+    """
     hidden, dropped = hidden_names(config, os.environ, raw)
     forget_variables(hidden)
-    if scrub_environ_block(hidden):
-        return dropped
-    reexec_with(dict(config.token.handoff(), dropped=dropped), argv)
+    if scrub_environ_block(hidden) or isinstance(raw, str):
+        return dropped, raw   # an index that can't be read fails the boot before any pack code loads
+    handoff = dict(config.token.handoff(), dropped=dropped)
+    try:
+        index_fd = hand_over_index(config.index_path, raw)
+    except OSError as exc:
+        return dropped, "Cannot hand the pack index over to the re-executed service: %s" % exc
+    if index_fd is not None:
+        handoff.update(index=index_fd, indexDigest=sha256(raw).hexdigest())
+    reexec_with(handoff, argv)
+    if index_fd is not None:
+        os.close(index_fd)
     records.write("warn", "Could not hide the token: /proc/self/environ can't be cleaned here and "
                   "re-executing the interpreter failed", event="token-exposed", always=True)
-    return dropped
+    return dropped, raw
 
 
 def receive_handoff(environ):
@@ -1303,29 +1408,34 @@ def receive_handoff(environ):
     fd = environ.pop(HANDOFF_VAR, None)
     if fd is None:
         return None
-    chunks = []
+    chunks, size = [], 0
     try:
         fd = int(fd)
         if not stat.S_ISFIFO(os.fstat(fd).st_mode):
             return None
         poller = select.poll()   # not select.select: it refuses a descriptor over 1023
         poller.register(fd, select.POLLIN)
-        while len(chunks) < HANDOFF_MAX_CHUNKS:
+        while True:
             if not poller.poll(0):
                 return None   # a writer still holds it: not the hand-off
             chunk = os.read(fd, 65536)
             if not chunk:
                 break
             chunks.append(chunk)
-        else:
-            return None
+            size += len(chunk)
+            if size > HANDOFF_MAX_BYTES:
+                return None
         handoff = json.loads(b"".join(chunks).decode("utf-8"))
         bytes.fromhex(handoff["digest"])
         if not (isinstance(handoff["length"], int) and isinstance(handoff["dropped"], list)):
             return None
+        if "index" in handoff:
+            bytes.fromhex(handoff["indexDigest"])
+            if not isinstance(handoff["index"], int):
+                return None
         os.close(fd)
         return handoff
-    except (ValueError, OSError, KeyError, TypeError):
+    except (ValueError, OSError, OverflowError, KeyError, TypeError):   # OverflowError: past a C int
         return None
 
 
@@ -4355,11 +4465,15 @@ def main(argv=None):
     # Signals are still held here: one that comes while the secrets are hidden waits, and across
     # a re-exec it waits for the new image, which acts on it (a held signal survives execve).
     lifecycle.checking = config.check_only
-    raw = read_index(config.index_path, config.limits.silence)
+    raw = read_index(config.index_path, config.limits.silence) if config.handed_index is None \
+        else read_handed_index(*config.handed_index)
     if raw is None:   # a stop signal came while the index was awaited: the lifecycle thread acts on it and exits
         lifecycle.take_signals(records)
         lifecycle.thread.join()
-    dropped = config.dropped if config.dropped is not None else hide_secrets(config, argv, records, raw)
+    if config.dropped is None:
+        dropped, raw = hide_secrets(config, argv, records, raw)
+    else:
+        dropped = config.dropped
     lifecycle.take_signals(records)
     line_buffered_output(utf8_in_the_c_locale())
     try:

@@ -997,6 +997,97 @@ def test_a_handoff_brings_the_digest_not_the_token():
     assert "tok" not in json.dumps(check.handoff())
 
 
+@pytest.mark.parametrize("memfd", ["there", "missing", "refused"])
+def test_an_index_read_from_a_pipe_is_handed_over_in_an_anonymous_copy(tmp_path, monkeypatch, memfd):
+    """A regular file is read again by the re-executed image; anything else is copied (into an
+    unlinked temporary file where os.memfd_create is missing, before Python 3.8, or refused)."""
+    def refused(name, flags=0):
+        raise PermissionError(1, "Operation not permitted")
+    if memfd == "missing":
+        monkeypatch.delattr(os, "memfd_create", raising=False)
+    elif memfd == "refused":
+        monkeypatch.setattr(os, "memfd_create", refused, raising=False)
+    named = tmp_path / "index.json"
+    named.write_bytes(b"{}")
+    assert kpm.hand_over_index(str(named), b"{}") is None
+    for path in ("/dev/zero", str(tmp_path / "gone")):   # a device; a named pipe removed once read
+        fd = kpm.hand_over_index(path, b'{"packId": "p"}')
+        assert os.get_inheritable(fd) and os.fstat(fd).st_nlink == 0
+        assert kpm.read_handed_index(fd, kpm.sha256(b'{"packId": "p"}').hexdigest()) == b'{"packId": "p"}'
+        with pytest.raises(OSError):
+            os.fstat(fd)   # closed once read
+
+
+def test_a_handed_over_index_must_be_the_anonymous_copy_with_its_digest(tmp_path):
+    digest = kpm.sha256(b"{}").hexdigest()
+    fd = kpm.hand_over_index("/dev/zero", b"{}")
+    assert kpm.read_handed_index(fd, kpm.sha256(b"{ }").hexdigest()) == (
+        "Cannot read the pack index handed over by the first image: its bytes changed")
+    named = tmp_path / "index.json"
+    named.write_bytes(b"{}")
+    with open(str(named), "rb") as f:
+        assert kpm.read_handed_index(f.fileno(), digest) == (
+            "Cannot read the pack index handed over by the first image: descriptor %d is not its copy" % f.fileno())
+        os.fstat(f.fileno())   # left open: it is not the service's
+    assert kpm.read_handed_index(fd, digest).startswith(
+        "Cannot read the pack index handed over by the first image: [Errno 9]")
+
+
+def test_an_index_that_cant_be_handed_over_fails_the_boot_instead_of_re_executing(monkeypatch):
+    def full(path, raw):
+        raise OSError(28, "No space left on device")
+    execs = []
+    monkeypatch.delenv(kpm.TOKEN_VAR, raising=False)
+    monkeypatch.setattr(kpm, "scrub_environ_block", lambda names: False)
+    monkeypatch.setattr(kpm, "hand_over_index", full)
+    monkeypatch.setattr(kpm, "reexec_with", lambda handoff, argv: execs.append(handoff))
+    config, _ = kpm.read_config(["--index", "/dev/stdin"], {"KINDGI_PACK_SERVICE_TOKEN": "tok",
+                                                           "KINDGI_PACK_ENV_FILTER": "off"})
+    assert kpm.hide_secrets(config, ["kindgi_pack_min.py"], None, b"{}") == (
+        [], "Cannot hand the pack index over to the re-executed service: [Errno 28] No space left on device")
+    assert execs == []
+
+
+def test_a_handoff_larger_than_a_pipe_is_written_whole_without_waiting():
+    """A large environment's dropped names (Kubernetes' service links: thousands) took more than
+    the pipe's 64 KiB: the write waited for a reader that comes only after the exec, for ever."""
+    check = kpm.TokenCheck(kpm.sha256(b"tok").digest(), 3)
+    names = ["SERVICE_%05d_PORT_8080_TCP_ADDR" % i for i in range(8000)]   # 300 KiB of JSON
+    read_end = kpm.write_handoff(dict(check.handoff(), dropped=names))
+    assert kpm.receive_handoff({kpm.HANDOFF_VAR: str(read_end)})["dropped"] == names
+    with pytest.raises(OSError):
+        os.fstat(read_end)   # closed once read
+
+
+@pytest.mark.parametrize("value", ["99999999999999999999", "-5", "x", ""])
+def test_a_handoff_variable_that_names_no_descriptor_is_ignored(value):
+    """One past a C int raised OverflowError: a traceback at start."""
+    environ = {kpm.HANDOFF_VAR: value}
+    assert kpm.receive_handoff(environ) is None and environ == {}
+
+
+def test_a_handed_over_index_past_a_c_int_is_a_problem_not_a_traceback():
+    assert kpm.read_handed_index(1 << 70, "00").startswith("Cannot read the pack index handed over by the first image: ")
+
+
+def test_a_handoff_too_large_to_hand_over_is_not_written():
+    before = sorted(os.listdir("/proc/self/fd"))
+    assert kpm.write_handoff({"dropped": ["N" * 1000] * 1100}) is None
+    assert sorted(os.listdir("/proc/self/fd")) == before
+
+
+def test_the_re_executed_interpreter_keeps_the_flags_that_change_what_pack_code_sees():
+    """-P keeps the script's folder off sys.path (Python 3.11+); -b and -bb make a bytes/str
+    comparison warn or raise, which a -W option alone does not."""
+    flags = ["-P", "-bb"] if sys.version_info >= (3, 11) else ["-bb"]
+    done = subprocess.run([sys.executable] + flags + ["-c", "import sys; sys.path.insert(0, sys.argv[1]); "
+                                                      "import json, kindgi_pack_min; print(json.dumps(kindgi_pack_min.interpreter_flags()))",
+                           ROOT], stdout=subprocess.PIPE, stderr=subprocess.PIPE, timeout=60)
+    assert done.returncode == 0, done.stderr
+    carried = json.loads(done.stdout.decode())
+    assert carried.count("-b") == 2 and ("-P" in carried) == (sys.version_info >= (3, 11))
+
+
 def test_the_env_filter_keeps_declared_and_platform_names():
     assert kpm.kept_by_filter("MINE", {"MINE"}) and kpm.kept_by_filter("KINDGI_X", set())
     assert kpm.kept_by_filter("PATH", set()) and not kpm.kept_by_filter("kindgi_x", set())

@@ -15,6 +15,7 @@ CPython 3.8+ it finds), else the one running pytest.
 """
 
 import ast
+import hashlib
 import os
 import shutil
 import signal
@@ -26,7 +27,7 @@ import zipfile
 import pytest
 
 from conftest import PYTHON, TOKEN, service_env
-from test_token import without_memory_writes_at_first_start
+from test_token import handed_copies, start_on_pipe, without_memory_writes_at_first_start
 
 ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 BUILD = os.path.join(ROOT, "tools", "build.py")
@@ -284,6 +285,26 @@ def test_re_executes_the_one_file_itself_where_memory_can_not_be_scrubbed(launch
     assert running.records_of("token-exposed") == []
     answer = running.call_tool("greet", {"name": "Ada"})
     assert answer.json["output"] == {"message": "Hello, Ada."}
+    running.signal(signal.SIGTERM)
+    assert running.wait_exit(STOP_SECONDS) == 0
+
+
+@pytest.mark.skipif(not os.path.isdir("/proc/self"), reason="needs Linux /proc")
+@pytest.mark.parametrize("source", ["pipe", "named pipe"])
+def test_the_one_file_hands_an_index_read_from_a_pipe_over_to_its_re_executed_self(launcher, alone, tmp_path, source):
+    """The copied file re-executed as above gets the index's bytes from its first image: the pipe
+    is empty by then."""
+    with open(EXAMPLE_INDEX, "rb") as f:
+        data = f.read()
+    env = service_env(without_memory_writes_at_first_start(tmp_path / "site"))
+    running = start_on_pipe(launcher, [alone, "--module-root", os.path.dirname(EXAMPLE_INDEX)], env, data, source,
+                            tmp_path, cwd=os.path.dirname(alone))
+    assert running.wait_listening(), "\n".join(running.raw_stderr)
+    starts = (tmp_path / "site" / "starts").read_text().split()
+    assert starts == [str(running.proc.pid)] * 2, "the service did not re-execute itself"
+    assert running.request("GET", "/v1/info").json["indexHash"] == "sha256:" + hashlib.sha256(data).hexdigest()
+    assert handed_copies(running) == []
+    assert running.call_tool("greet", {"name": "Ada"}).json["output"] == {"message": "Hello, Ada."}
     running.signal(signal.SIGTERM)
     assert running.wait_exit(STOP_SECONDS) == 0
 

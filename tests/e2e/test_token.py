@@ -15,11 +15,14 @@ fallback path, where the service re-executes itself (it can't write its own
 memory) and hands the token's digest over a pipe.
 """
 
+import errno
+import hashlib
 import json
 import os
 import re
 import secrets
 import subprocess
+import time
 
 import pytest
 
@@ -522,6 +525,140 @@ def test_without_memory_writes_the_service_re_executes_and_still_hides_everythin
     assert service.records_of("token-exposed") == []
     assert service.wait_record("env-dropped")["names"] == sorted(EXTRA_DROPPED)
     assert output["environ"] == expected_kept(env, EXTRA_DROPPED)
+
+
+def feed_named_pipe(path, data, timeout=20.0):
+    """Write ``data`` into the named pipe at ``path`` once a reader has it open (within ``timeout``)."""
+    deadline = time.monotonic() + timeout
+    while True:
+        try:
+            fd = os.open(str(path), os.O_WRONLY | os.O_NONBLOCK)
+            break
+        except OSError as exc:   # ENXIO: no reader yet
+            if exc.errno != errno.ENXIO or time.monotonic() > deadline:
+                raise
+            time.sleep(0.02)
+    try:
+        os.set_blocking(fd, True)
+        os.write(fd, data)
+    finally:
+        os.close(fd)
+
+
+def start_on_pipe(launcher, args, env, data, source, folder, cwd=str(ROOT)):
+    """Start ``python args... --index X`` where X is a pipe (``/dev/stdin``) or a named pipe (in
+    ``folder``) that gives ``data``."""
+    if source == "pipe":
+        read_end, write_end = os.pipe()
+        os.write(write_end, data)   # less than a pipe's buffer
+        os.close(write_end)
+        try:
+            proc = subprocess.Popen([PYTHON] + list(args) + ["--index", "/dev/stdin"], cwd=cwd, env=env,
+                                    stdin=read_end, stdout=subprocess.PIPE, stderr=subprocess.PIPE)
+        finally:
+            os.close(read_end)
+        service = Service(proc)
+        launcher.started.append(service)
+        return service
+    fifo = os.path.join(str(folder), "index.fifo")
+    os.mkfifo(fifo)
+    service = launcher.spawn(list(args) + ["--index", fifo], env=env, cwd=cwd)
+    feed_named_pipe(fifo, data)
+    return service
+
+
+def handed_copies(service):
+    """The service's open descriptors on a copy of the index handed over at the re-exec (an
+    in-memory file, or an unlinked temporary file before Python 3.8)."""
+    fds = "/proc/%d/fd" % service.proc.pid
+    found = []
+    for fd in os.listdir(fds):
+        try:
+            target = os.readlink(os.path.join(fds, fd))
+            if "kindgi-pack-index" in target or target.endswith(" (deleted)"):
+                found.append(fd)
+        except FileNotFoundError:
+            pass   # closed since it was listed
+    return found
+
+
+@pytest.mark.parametrize("source", ["pipe", "named pipe"])
+def test_an_index_on_a_pipe_is_handed_over_to_the_re_executed_service(launcher, pack_index, tmp_path, source):
+    """A pipe gives its bytes once, to the first image: it hands them over with the token's
+    digest, and the new image boots from exactly those bytes (they were empty there, or, from a
+    named pipe, awaited for 10 s), then closes the copy."""
+    with open(str(pack_index), "rb") as f:
+        data = f.read() + b"\n  "   # not the file's bytes: the hash proves which were served
+    env = service_env(dict(input_environment(), **without_memory_writes_at_first_start(tmp_path / "site")))
+    service = start_on_pipe(launcher, list(FROM_BYTECODE) + ["--module-root", os.path.dirname(str(pack_index))],
+                            env, data, source, tmp_path)
+    assert service.wait_listening(), "\n".join(service.raw_stderr)
+    starts = (tmp_path / "site" / "starts").read_text().split()
+    assert starts == [str(service.proc.pid)] * 2, "the service did not re-execute itself"
+    info = service.request("GET", "/v1/info")
+    assert info.json["indexHash"] == "sha256:" + hashlib.sha256(data).hexdigest()
+    assert handed_copies(service) == []
+    output = probe(service)
+    assert TOKEN not in json.dumps(output)
+    assert service.records_of("token-exposed") == []
+    assert service.wait_record("env-dropped")["names"] == sorted(EXTRA_DROPPED)
+
+
+def test_thousands_of_dropped_names_are_handed_over_without_hanging_the_boot(launcher, pack_index, tmp_path):
+    """Their hand-off took more than a pipe's 64 KiB, written before anything reads it: the boot
+    hung for ever, SIGTERM held."""
+    many = {"SERVICE_%05d_PORT_8080_TCP_ADDR" % i: "10.0.0.1" for i in range(5000)}
+    env = dict(input_environment(), **without_memory_writes_at_first_start(tmp_path / "site"))
+    service = launcher.start(pack_index, env=dict(env, **many))
+    starts = (tmp_path / "site" / "starts").read_text().split()
+    assert starts == [str(service.proc.pid)] * 2, "the service did not re-execute itself"
+    assert service.records_of("token-exposed") == []
+    assert service.wait_record("env-dropped")["names"] == sorted(list(EXTRA_DROPPED) + list(many))
+    output = probe(service)
+    assert TOKEN not in json.dumps(output) and not set(many) & set(output["environ"])
+
+
+WRAPPER_MAIN = '''
+import signal, sys
+signal.pthread_sigmask(signal.SIG_BLOCK, {signal.SIGTERM, signal.SIGINT})
+from . import settings   # a relative import: this runs only as its package's module
+import kindgi_pack_min
+sys.exit(kindgi_pack_min.main())
+'''
+
+
+def test_a_service_run_with_dash_m_is_re_executed_with_dash_m(launcher, pack_index, tmp_path):
+    """Re-run by its file's path, a package's __main__ lost its package: the new image died on its
+    relative import, a traceback after the first image had gone."""
+    package = tmp_path / "app" / "wrapper"
+    package.mkdir(parents=True)
+    for name, source in (("__init__.py", ""), ("settings.py", ""), ("__main__.py", WRAPPER_MAIN)):
+        (package / name).write_text(source)
+    env = dict(input_environment(), **without_memory_writes_at_first_start(tmp_path / "site"))
+    env["PYTHONPATH"] += os.pathsep + str(ROOT)
+    service = launcher.spawn(["-m", "wrapper", "--index", pack_index], env=service_env(env), cwd=str(tmp_path / "app"))
+    assert service.wait_listening(), "\n".join(service.raw_stderr)
+    starts = (tmp_path / "site" / "starts").read_text().split()
+    assert starts == [str(service.proc.pid)] * 2, "the service did not re-execute itself"
+    output = probe(service)
+    assert output["cmdline"].split("\0")[-5:-1] == ["-m", "wrapper.__main__", "--index", str(pack_index)]
+    assert TOKEN not in json.dumps(output)
+    assert service.records_of("token-exposed") == []
+
+
+@pytest.mark.parametrize("closed", [1, 2])
+def test_a_service_started_with_stdout_or_stderr_closed_re_executes(pack_index, tmp_path, closed):
+    """Python makes a stream closed at start None: flushing it before the exec was a traceback,
+    exit code 1, where the service that can write its memory boots."""
+    env = service_env(dict(input_environment(), **without_memory_writes_at_first_start(tmp_path / "site")))
+    done = subprocess.run([PYTHON] + list(FROM_BYTECODE) + ["--check", "--index", str(pack_index)], cwd=str(ROOT),
+                          env=env, stdin=subprocess.DEVNULL, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+                          preexec_fn=lambda: os.close(closed), timeout=60)
+    assert done.returncode == 0, done.stderr.decode()
+    starts = (tmp_path / "site" / "starts").read_text().split()
+    assert len(starts) == 2 and len(set(starts)) == 1, "the service did not re-execute itself"
+    if closed == 1:
+        assert b'"check-passed"' in done.stderr and b"Traceback" not in done.stderr
 
 
 def test_a_handoff_variable_set_from_outside_is_ignored_not_waited_on(launcher, pack_index):
