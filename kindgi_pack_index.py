@@ -96,7 +96,8 @@ its folder is reported as a file error, and the rest of the pack is still indexe
   --pack-dir DIR          the pack's root folder (required)
   --config PATH           the TOML file with [tool.kindgi] (default: DIR/pyproject.toml)
   --output PATH           where to write the index (default: DIR/index.json); written
-                          to a temporary file first, then renamed
+                          to a temporary file first, then renamed (a device or a named
+                          pipe, such as /dev/stdout, is written into)
   --artifact-version V    the index's artifactVersion (default: YYYYMMDD.N, today in
                           UTC, N one more than the previous output's same-day N)
   --published-at ISO      the index's publishedAt (default: now, UTC, e.g.
@@ -382,10 +383,21 @@ def _unprefixed_check(check_id, rel_path, pack_id):
         % (rel_path, check_id, pack_id, pack_id), rel_path, field="check")
 
 
+def _is_special(path):
+    """Whether ``path`` names something other than a file, such as /dev/null, /dev/stdout or a
+    named pipe: written into, never replaced, and never read back as a previous index."""
+    try:
+        return not stat.S_ISREG(os.stat(str(path)).st_mode)
+    except OSError:   # absent (or unreachable: the write says why)
+        return False
+
+
 def _auto_artifact_version(output):
     """``YYYYMMDD.N`` for today (UTC): N is 1, or one more than the previous output's same-day N."""
     today = datetime.now(timezone.utc).strftime("%Y%m%d")
     n = 1
+    if _is_special(output):
+        return "%s.%d" % (today, n)
     try:
         with open(str(output), encoding="utf-8") as f:
             previous = json.loads(f.read()).get("artifactVersion")
@@ -398,9 +410,17 @@ def _auto_artifact_version(output):
 
 
 def _atomic_write(path, text):
-    """Write text (UTF-8) to a temporary file beside path, then rename it over path."""
-    path.parent.mkdir(parents=True, exist_ok=True)
+    """Write text (UTF-8) to a temporary file beside path, then rename it over path.
+
+    A device or a named pipe is written into instead: renamed over, --output /dev/null would
+    have replaced the machine's /dev/null with a file.
+    """
     data = text.encode("utf-8")
+    if _is_special(path):
+        with open(str(path), "wb") as f:
+            f.write(data)
+        return
+    path.parent.mkdir(parents=True, exist_ok=True)
     tmp = path.with_name("%s.tmp-%d-%d" % (path.name, os.getpid(), int(time.time() * 1000)))
     try:
         with open(str(tmp), "wb") as f:

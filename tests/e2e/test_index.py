@@ -405,6 +405,30 @@ def test_config_and_output_elsewhere(tmp_path):
     assert not (root / "index.json").exists()
 
 
+def test_an_output_that_is_a_named_pipe_is_written_into_not_replaced(tmp_path):
+    """--output /dev/null, /dev/stdout or a named pipe: renamed over, the first replaced the
+    machine's /dev/null with a file; read back for the previous artifactVersion, a pipe or a
+    terminal waited for ever.  (A named pipe stands for them here.)"""
+    import threading
+    root = copy_pack(PACKS / "env-empty", tmp_path / "pack")
+    fifo = tmp_path / "index.fifo"
+    os.mkfifo(str(fifo))
+    received = []
+    reader = threading.Thread(target=lambda: received.append(fifo.read_bytes()), daemon=True)
+    reader.start()
+    try:
+        ran = run_index(["--pack-dir", root, "--output", fifo, "--published-at", PINS[3]])
+    finally:
+        if reader.is_alive():   # let a reader still waiting go: a writer that closes at once
+            os.close(os.open(str(fifo), os.O_WRONLY | os.O_NONBLOCK))
+        reader.join(5)
+    assert ran.code == 0, ran
+    assert os.path.exists(str(fifo)) and not os.path.isfile(str(fifo))
+    index = json.loads(received[0].decode("utf-8"))
+    assert index["artifactVersion"].endswith(".1") and index["publishedAt"] == PINS[3]
+    assert sorted(os.listdir(str(tmp_path))) == ["index.fifo", "pack"]
+
+
 def test_artifact_version_and_published_at_default_to_today(tmp_path):
     root = copy_pack(PACKS / "env-empty", tmp_path / "pack")
     days = {(datetime.now(timezone.utc) + timedelta(seconds=s)).strftime("%Y%m%d") for s in (0, 60)}
