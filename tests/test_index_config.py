@@ -47,6 +47,21 @@ def test_env_is_sorted_by_code_units_and_absent_when_empty(tmp_path):
     assert config_in(tmp_path, CONFIG + "[tool.kindgi.env]\n").env is None
 
 
+def test_only_the_upper_case_kindgi_prefix_is_reserved(tmp_path):
+    """``KINDGI_*`` names configure Kindgi; the check is case-sensitive, as the index schema's."""
+    config = config_in(tmp_path, CONFIG + '[tool.kindgi.env]\nrequired = ["kindgi_x", "Kindgi_Y"]\n')
+    assert config.env == (("Kindgi_Y", "kindgi_x"), ())
+
+
+def test_a_config_path_through_a_file_is_not_found(tmp_path):
+    """A folder on the way that is a file (ENOTDIR) is no config file: config-not-found, not a
+    read failure."""
+    (tmp_path / "pyproject.toml").write_text(CONFIG)
+    with pytest.raises(ConfigError) as missing:
+        load_config(tmp_path, tmp_path / "pyproject.toml" / "kindgi.toml")
+    assert missing.value.code == "config-not-found"
+
+
 def test_config_path_elsewhere(tmp_path):
     (tmp_path / "kindgi.toml").write_text(CONFIG)
     assert load_config(tmp_path / "pack", tmp_path / "kindgi.toml").id == "acme"
@@ -111,7 +126,7 @@ def test_every_env_problem_at_once(tmp_path):
     ("tools/**/*.py", ["tools/a.py", "tools/x/y/b.py"], ["tools/a.pyc", "other/a.py", "tools.py"]),
     ("**/*.py", ["a.py", "x/a.py"], ["a.txt"]),
     ("tools/*.py", ["tools/a.py"], ["tools/x/a.py"]),
-    ("t/check_?.py", ["t/check_a.py"], ["t/check_ab.py", "t/check_.py"]),
+    ("t/check_?.py", ["t/check_a.py"], ["t/check_ab.py", "t/check_.py", "t/check_/.py"]),
     ("{tools,extra}/**/*.py", ["tools/a.py", "extra/b/c.py"], ["other/a.py"]),
     ("a{b/c.py", ["a{b/c.py"], ["ab/c.py"]),
     ("lib/**", ["lib/a", "lib/x/y.py"], ["lib"]),
