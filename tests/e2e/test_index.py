@@ -227,6 +227,18 @@ def test_a_previous_output_nested_too_deep_counts_as_none(tmp_path):
     assert json.loads(ran.stdout)["value"]["artifactVersion"].endswith(".1")
 
 
+def test_the_default_artifact_version_counts_on_from_todays_previous_output_only(tmp_path):
+    """YYYYMMDD.N: N is one more than the previous output's when it was made today, else 1."""
+    root = write_files(tmp_path / "pack", {"pyproject.toml": CONFIG, "tools/t.py": TOOL})
+    for previous, n in (("19990101.7", 1), ("{today}.41", 42), ("{today}.x", 1)):
+        today = datetime.now(timezone.utc).strftime("%Y%m%d")
+        (root / "index.json").write_text(json.dumps({"artifactVersion": previous.format(today=today)}))
+        ran = run_index(["--pack-dir", root, "--json", "--published-at", PINS[3]])
+        assert (ran.code, ran.stderr) == (0, ""), ran
+        version = json.loads(ran.stdout)["value"]["artifactVersion"]
+        assert version in ("%s.%d" % (today, n), "%s.1" % datetime.now(timezone.utc).strftime("%Y%m%d"))
+
+
 def test_a_discovered_file_that_is_not_a_module_is_the_sdks_file_error(tmp_path):
     """A glob can take README.md too: a file error in the SDK's words, the rest indexed."""
     root = write_files(tmp_path / "pack", {
