@@ -118,6 +118,25 @@ def test_http_spec_issues_are_all_listed_once_in_schema_order():
         ("/method", "must be equal to one of the allowed values")]
 
 
+INDEX = {"v": 1, "packId": "p", "packVersion": "1", "artifactVersion": "a", "publishedAt": "",
+         "tools": [], "guardrails": [], "agents": [], "flows": []}
+
+
+@pytest.mark.parametrize("when, valid", [
+    ("2026-06-30T23:59:60Z", True),   # a leap second
+    ("2026-06-30T23:59:61Z", False),
+    ("2026-01-01T24:00:00Z", False),
+    ("2026-01-01 00:00:00Z", True),   # a space, or a lower-case t and z, as the SDK takes them
+    ("2026-01-01t00:00:00.5z", True),
+    ("2026-01-01T00:00:00.Z", False),
+    ("2026-01-01T00:00:00+01:00", True),
+])
+def test_published_at_is_a_date_time_as_the_sdk_reads_one(when, valid):
+    index = dict(INDEX, publishedAt=when)
+    messages = [issue["message"] for issue in kindgi_schema("pack-index").issues(index)]
+    assert messages == ([] if valid else ['must match format "date-time"'])
+
+
 # -- the checker and the SDK's validator, on a corpus -------------------------------------------
 
 VALID = {
