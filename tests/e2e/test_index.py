@@ -35,6 +35,7 @@ def test_the_index_is_the_sdks_byte_for_byte(tmp_path, name):
     assert (root / "index.json").read_bytes() == (EXPECTED / (name + ".index.json")).read_bytes()
     expected = json.loads((EXPECTED / (name + ".outcome.json")).read_text(encoding="utf-8"))
     assert outcome_of(ran, root) == expected
+    assert json.dumps(outcome_of(ran, root)) == json.dumps(expected), "the keys in the SDK's order"
 
 
 @pytest.mark.parametrize("folder", ["examples/hello-pack", "bench/pack"])
