@@ -137,6 +137,15 @@ def test_published_at_is_a_date_time_as_the_sdk_reads_one(when, valid):
     assert messages == ([] if valid else ['must match format "date-time"'])
 
 
+def test_a_name_listed_twice_in_env_is_an_issue_in_the_sdks_words():
+    """The config check keeps an index from listing a name twice; the schema says so too."""
+    index = dict(INDEX, publishedAt="2026-01-01T00:00:00Z",
+                 env={"required": ["A", "B", "A"], "optional": ["C", "C"]})
+    twice = {"keyword": "uniqueItems", "params": {}, "message": "must NOT have duplicate items"}
+    assert kindgi_schema("pack-index").issues(index) == [dict(twice, instancePath="/env/required"),
+                                                         dict(twice, instancePath="/env/optional")]
+
+
 # -- the checker and the SDK's validator, on a corpus -------------------------------------------
 
 VALID = {
