@@ -100,6 +100,8 @@ def flow_with(**changes):
     (flow_with(edges=[{"id": "e", "from": "a", "to": "b", "when": {"op": "eq", "left": {"literal": 1}}}]),
      "/edges/0/when", "must have required property 'right'"),
     (flow_with(colour="red"), "", "must NOT have additional properties"),
+    (flow_with(nodes=[{"id": "a", "kind": "tool", "ref": "t", "inputMapping": {"a/b~c": {"literal": 1, "x": 2}}}]),
+     "/nodes/0/inputMapping/a~1b~0c", "must match exactly one schema in oneOf"),   # a JSON Pointer's escapes
 ])
 def test_explain_follows_the_discriminator(flow, where, message):
     issue = kindgi_schema("flow").explain(flow)

@@ -137,6 +137,20 @@ def test_output_write_failed(tmp_path):
     assert error["message"].startswith("Failed to write <pack>/pyproject.toml/index.json: ")
 
 
+def test_a_write_that_fails_midway_is_output_write_failed_and_leaves_no_temporary_file(tmp_path):
+    """The index is written to a temporary file first: a write that fails (here past a file
+    size limit, 2 blocks) removes it, and the previous output is left as it was."""
+    root = write_files(tmp_path / "pack", {"pyproject.toml": CONFIG, "tools/t.py": TOOL.replace(
+        '"A tool."', '"%s"' % ("A long description. " * 200)), "index.json": "previous\n"})
+    ran = run(["sh", "-c", 'ulimit -f 2 && exec "$@"', "sh", PYTHON, SERVICE, "index", "--pack-dir", root, "--json"]
+              + PINS)
+    assert (ran.code, ran.stderr) == (1, ""), ran
+    error = json.loads(ran.stdout)["error"]
+    assert (error["code"], error["filePath"]) == ("output-write-failed", str(root / "index.json"))
+    assert sorted(os.listdir(str(root))) == ["index.json", "pyproject.toml", "tools"]
+    assert (root / "index.json").read_text() == "previous\n"
+
+
 def link_loop(path):
     """Make path a symbolic link to a link that leads back to it."""
     back = path.parent / (path.name + "-back")
