@@ -243,11 +243,13 @@ def test_a_previous_output_nested_too_deep_counts_as_none(tmp_path):
 
 
 def test_the_default_artifact_version_counts_on_from_todays_previous_output_only(tmp_path):
-    """YYYYMMDD.N: N is one more than the previous output's when it was made today, else 1."""
+    """YYYYMMDD.N: N is one more than the previous output's when it was made today, else 1
+    (a previous output that is no index, a JSON list say, counts as none)."""
     root = write_files(tmp_path / "pack", {"pyproject.toml": CONFIG, "tools/t.py": TOOL})
-    for previous, n in (("19990101.7", 1), ("{today}.41", 42), ("{today}.x", 1)):
+    for previous, n in (('{"artifactVersion": "19990101.7"}', 1), ('{"artifactVersion": "TODAY.41"}', 42),
+                        ('{"artifactVersion": "TODAY.x"}', 1), ('["TODAY.41"]', 1), ('"TODAY.41"', 1)):
         today = datetime.now(timezone.utc).strftime("%Y%m%d")
-        (root / "index.json").write_text(json.dumps({"artifactVersion": previous.format(today=today)}))
+        (root / "index.json").write_text(previous.replace("TODAY", today))
         ran = run_index(["--pack-dir", root, "--json", "--published-at", PINS[3]])
         assert (ran.code, ran.stderr) == (0, ""), ran
         version = json.loads(ran.stdout)["value"]["artifactVersion"]
