@@ -55,6 +55,7 @@ def test_the_json_outcome_is_one_ascii_line(tmp_path):
     ran = run_index(["--pack-dir", root, "--json"] + PINS)
     assert ran.stdout.endswith("\n") and ran.stdout.count("\n") == 1
     assert ran.stdout.isascii() and "Gr\\u00fc\\u00dfe" in ran.stdout
+    assert ran.stdout.startswith('{"kind":"ok","value":{"packId":"a","packVersion":"1.0.0",')   # compact
     value = json.loads(ran.stdout)["value"]
     assert value["outputPath"] == str(root / "index.json")
     assert value["fileErrors"][0]["cause"]["message"] == "Gr\u00fc\u00dfe"
@@ -415,6 +416,7 @@ def test_without_json_the_report_is_printed_and_an_error_goes_to_stderr(tmp_path
     ran = run_index(["--pack-dir", root] + PINS)
     assert ran.code == 0, ran
     assert json.loads(ran.stdout)["counts"] == {"tools": 1, "guardrails": 0, "agents": 0, "flows": 0}
+    assert ran.stdout == json.dumps(json.loads(ran.stdout), indent=2) + "\n"
     ran = run_index(["--pack-dir", tmp_path / "nowhere"])
     assert (ran.code, ran.stdout) == (1, "")
     assert ran.stderr == "kindgi_pack_min index: config-not-found: No pyproject.toml found at pack root %s\n" % (
