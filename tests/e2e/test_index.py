@@ -272,6 +272,22 @@ def test_a_discovered_file_that_is_not_a_module_is_the_sdks_file_error(tmp_path)
     assert value["counts"]["tools"] == 1
 
 
+def test_a_discovered_file_outside_the_pack_is_the_sdks_file_error_not_imported(tmp_path):
+    """A glob can reach past the pack (``../lib/*.py``): the file is not imported, a file
+    error in the SDK's words, the rest indexed."""
+    write_files(tmp_path / "lib", {"x.py": 'raise RuntimeError("imported from outside the pack")\n'})
+    root = write_files(tmp_path / "pack", {
+        "pyproject.toml": CONFIG + '[tool.kindgi.discovery]\nagents = "../lib/*.py"\n', "tools/t.py": TOOL})
+    ran = run_index(["--pack-dir", root, "--json"] + PINS)
+    assert (ran.code, ran.stderr) == (0, ""), ran
+    value = outcome_of(ran, root)["value"]
+    problem = "not a pack-relative Python module path: ../lib/x.py"
+    assert value["fileErrors"] == [{"code": "file-import-failed", "filePath": "../lib/x.py",
+                                    "message": "Failed to import ../lib/x.py: ValueError: " + problem,
+                                    "cause": {"name": "ValueError", "message": problem}}]
+    assert value["counts"]["tools"] == 1
+
+
 def test_an_exception_that_cant_be_printed_is_still_a_file_error(tmp_path):
     """A module that raises an exception whose str() raises too: a file error saying so, the
     rest indexed (the SDK's indexer stops with a traceback)."""
