@@ -102,6 +102,8 @@ def flow_with(**changes):
     (flow_with(colour="red"), "", "must NOT have additional properties"),
     (flow_with(nodes=[{"id": "a", "kind": "tool", "ref": "t", "inputMapping": {"a/b~c": {"literal": 1, "x": 2}}}]),
      "/nodes/0/inputMapping/a~1b~0c", "must match exactly one schema in oneOf"),   # a JSON Pointer's escapes
+    (flow_with(edges=[{"id": "e", "from": "a", "to": "a", "policy": {"concurrencyKey": "k" * 257}}]),
+     "/edges/0/policy/concurrencyKey", "must NOT have more than 256 characters"),
 ])
 def test_explain_follows_the_discriminator(flow, where, message):
     issue = kindgi_schema("flow").explain(flow)
