@@ -115,6 +115,11 @@ def test_a_valid_flow_has_nothing_to_explain():
     assert kindgi_schema("flow").issues(FLOW) == []
 
 
+def test_a_float_with_no_fraction_is_an_integer_as_the_sdk_checks_one():
+    assert kindgi_schema("flow").issues(flow_with(maxParallelism=2.0)) == []
+    assert kindgi_schema("flow").explain(flow_with(maxParallelism=2.5))["message"] == "must be integer"
+
+
 def test_http_spec_issues_are_all_listed_once_in_schema_order():
     issues = kindgi_schema("http-tool-spec").issues({"kind": "http", "method": "FETCH", "extra": 1})
     assert [(i["instancePath"], i["message"]) for i in issues] == [
