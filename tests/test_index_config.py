@@ -90,6 +90,16 @@ def test_config_refusals(tmp_path, text, code, message):
     assert got_message.startswith(message)
 
 
+@pytest.mark.parametrize("reader", ["tomllib", "ours"])
+def test_a_config_with_windows_line_ends_is_read(tmp_path, monkeypatch, reader):
+    """Read as text (CRLF made LF), as tomllib is given it: the reader used before 3.11 reads it too."""
+    import kindgi_pack_index
+    if reader == "ours":
+        monkeypatch.setattr(kindgi_pack_index, "tomllib", None)
+    (tmp_path / "pyproject.toml").write_bytes(CONFIG.replace("\n", "\r\n").encode())
+    assert load_config(tmp_path).id == "acme"
+
+
 def test_a_file_that_is_not_utf8_is_a_parse_failure(tmp_path):
     (tmp_path / "pyproject.toml").write_bytes(b'[tool.kindgi.pack]\nid = "\xff"\n')
     with pytest.raises(ConfigError) as refused:
@@ -128,6 +138,7 @@ def test_every_env_problem_at_once(tmp_path):
     ("tools/*.py", ["tools/a.py"], ["tools/x/a.py"]),
     ("t/check_?.py", ["t/check_a.py"], ["t/check_ab.py", "t/check_.py", "t/check_/.py"]),
     ("{tools,extra}/**/*.py", ["tools/a.py", "extra/b/c.py"], ["other/a.py"]),
+    ("{x.y,z+}/*.py", ["x.y/a.py", "z+/a.py"], ["xay/a.py", "zz/a.py"]),
     ("a{b/c.py", ["a{b/c.py"], ["ab/c.py"]),
     ("lib/**", ["lib/a", "lib/x/y.py"], ["lib"]),
     ("a.b/[x].py", ["a.b/[x].py"], ["axb/x.py"]),
