@@ -824,7 +824,8 @@ class _TomlReader(object):
     # -- tables and keys ------------------------------------------------------------
 
     def header(self):
-        """``[a.b]``: opens a table, once, and not one that dotted keys made."""
+        """``[a.b]``: opens a table, once, and not one that dotted keys made (a table
+        inside one, ``[a.b.c]`` after ``b.x = 1`` under ``[a]``, is TOML's and is opened)."""
         self.pos += 1
         self.skip_space()
         path = self.key()
@@ -832,8 +833,6 @@ class _TomlReader(object):
         self.expect("]")
         if path in self.headers or path in self.dotted:
             self.fail("table [%s] is defined twice" % ".".join(path))
-        if any(path[:depth] in self.dotted for depth in range(1, len(path))):
-            self.fail("table [%s] adds to a table made by dotted keys" % ".".join(path))
         self.descend(path)
         self.headers.add(path)
         self.table = path

@@ -47,6 +47,21 @@ def test_env_is_sorted_by_code_units_and_absent_when_empty(tmp_path):
     assert config_in(tmp_path, CONFIG + "[tool.kindgi.env]\n").env is None
 
 
+def test_only_the_upper_case_kindgi_prefix_is_reserved(tmp_path):
+    """``KINDGI_*`` names configure Kindgi; the check is case-sensitive, as the index schema's."""
+    config = config_in(tmp_path, CONFIG + '[tool.kindgi.env]\nrequired = ["kindgi_x", "Kindgi_Y"]\n')
+    assert config.env == (("Kindgi_Y", "kindgi_x"), ())
+
+
+def test_a_config_path_through_a_file_is_not_found(tmp_path):
+    """A folder on the way that is a file (ENOTDIR) is no config file: config-not-found, not a
+    read failure."""
+    (tmp_path / "pyproject.toml").write_text(CONFIG)
+    with pytest.raises(ConfigError) as missing:
+        load_config(tmp_path, tmp_path / "pyproject.toml" / "kindgi.toml")
+    assert missing.value.code == "config-not-found"
+
+
 def test_config_path_elsewhere(tmp_path):
     (tmp_path / "kindgi.toml").write_text(CONFIG)
     assert load_config(tmp_path / "pack", tmp_path / "kindgi.toml").id == "acme"
@@ -73,6 +88,16 @@ def test_config_refusals(tmp_path, text, code, message):
     got_code, got_message, _ = refusal(tmp_path, text)
     assert got_code == code
     assert got_message.startswith(message)
+
+
+@pytest.mark.parametrize("reader", ["tomllib", "ours"])
+def test_a_config_with_windows_line_ends_is_read(tmp_path, monkeypatch, reader):
+    """Read as text (CRLF made LF), as tomllib is given it: the reader used before 3.11 reads it too."""
+    import kindgi_pack_index
+    if reader == "ours":
+        monkeypatch.setattr(kindgi_pack_index, "tomllib", None)
+    (tmp_path / "pyproject.toml").write_bytes(CONFIG.replace("\n", "\r\n").encode())
+    assert load_config(tmp_path).id == "acme"
 
 
 def test_a_file_that_is_not_utf8_is_a_parse_failure(tmp_path):
@@ -111,8 +136,9 @@ def test_every_env_problem_at_once(tmp_path):
     ("tools/**/*.py", ["tools/a.py", "tools/x/y/b.py"], ["tools/a.pyc", "other/a.py", "tools.py"]),
     ("**/*.py", ["a.py", "x/a.py"], ["a.txt"]),
     ("tools/*.py", ["tools/a.py"], ["tools/x/a.py"]),
-    ("t/check_?.py", ["t/check_a.py"], ["t/check_ab.py", "t/check_.py"]),
+    ("t/check_?.py", ["t/check_a.py"], ["t/check_ab.py", "t/check_.py", "t/check_/.py"]),
     ("{tools,extra}/**/*.py", ["tools/a.py", "extra/b/c.py"], ["other/a.py"]),
+    ("{x.y,z+}/*.py", ["x.y/a.py", "z+/a.py"], ["xay/a.py", "zz/a.py"]),
     ("a{b/c.py", ["a{b/c.py"], ["ab/c.py"]),
     ("lib/**", ["lib/a", "lib/x/y.py"], ["lib"]),
     ("a.b/[x].py", ["a.b/[x].py"], ["axb/x.py"]),

@@ -108,6 +108,7 @@ def test_python_values_that_are_json_values():
 @pytest.mark.parametrize("value, problem", [
     ({1: "a"}, "JSON object keys must be strings, got int"),
     ([b"bytes"], "bytes is not JSON-serializable"),
+    ([bytearray(b"bytes")], "bytearray is not JSON-serializable"),
     ({"a": {1, 2}}, "set is not JSON-serializable"),
 ])
 def test_what_json_cannot_hold_is_refused(value, problem):

@@ -100,6 +100,10 @@ def flow_with(**changes):
     (flow_with(edges=[{"id": "e", "from": "a", "to": "b", "when": {"op": "eq", "left": {"literal": 1}}}]),
      "/edges/0/when", "must have required property 'right'"),
     (flow_with(colour="red"), "", "must NOT have additional properties"),
+    (flow_with(nodes=[{"id": "a", "kind": "tool", "ref": "t", "inputMapping": {"a/b~c": {"literal": 1, "x": 2}}}]),
+     "/nodes/0/inputMapping/a~1b~0c", "must match exactly one schema in oneOf"),   # a JSON Pointer's escapes
+    (flow_with(edges=[{"id": "e", "from": "a", "to": "a", "policy": {"concurrencyKey": "k" * 257}}]),
+     "/edges/0/policy/concurrencyKey", "must NOT have more than 256 characters"),
 ])
 def test_explain_follows_the_discriminator(flow, where, message):
     issue = kindgi_schema("flow").explain(flow)
@@ -111,11 +115,44 @@ def test_a_valid_flow_has_nothing_to_explain():
     assert kindgi_schema("flow").issues(FLOW) == []
 
 
+def test_a_float_with_no_fraction_is_an_integer_as_the_sdk_checks_one():
+    assert kindgi_schema("flow").issues(flow_with(maxParallelism=2.0)) == []
+    assert kindgi_schema("flow").explain(flow_with(maxParallelism=2.5))["message"] == "must be integer"
+
+
 def test_http_spec_issues_are_all_listed_once_in_schema_order():
     issues = kindgi_schema("http-tool-spec").issues({"kind": "http", "method": "FETCH", "extra": 1})
     assert [(i["instancePath"], i["message"]) for i in issues] == [
         ("", "must NOT have additional properties"), ("", "must have required property 'urlTemplate'"),
         ("/method", "must be equal to one of the allowed values")]
+
+
+INDEX = {"v": 1, "packId": "p", "packVersion": "1", "artifactVersion": "a", "publishedAt": "",
+         "tools": [], "guardrails": [], "agents": [], "flows": []}
+
+
+@pytest.mark.parametrize("when, valid", [
+    ("2026-06-30T23:59:60Z", True),   # a leap second
+    ("2026-06-30T23:59:61Z", False),
+    ("2026-01-01T24:00:00Z", False),
+    ("2026-01-01 00:00:00Z", True),   # a space, or a lower-case t and z, as the SDK takes them
+    ("2026-01-01t00:00:00.5z", True),
+    ("2026-01-01T00:00:00.Z", False),
+    ("2026-01-01T00:00:00+01:00", True),
+])
+def test_published_at_is_a_date_time_as_the_sdk_reads_one(when, valid):
+    index = dict(INDEX, publishedAt=when)
+    messages = [issue["message"] for issue in kindgi_schema("pack-index").issues(index)]
+    assert messages == ([] if valid else ['must match format "date-time"'])
+
+
+def test_a_name_listed_twice_in_env_is_an_issue_in_the_sdks_words():
+    """The config check keeps an index from listing a name twice; the schema says so too."""
+    index = dict(INDEX, publishedAt="2026-01-01T00:00:00Z",
+                 env={"required": ["A", "B", "A"], "optional": ["C", "C"]})
+    twice = {"keyword": "uniqueItems", "params": {}, "message": "must NOT have duplicate items"}
+    assert kindgi_schema("pack-index").issues(index) == [dict(twice, instancePath="/env/required"),
+                                                         dict(twice, instancePath="/env/optional")]
 
 
 # -- the checker and the SDK's validator, on a corpus -------------------------------------------

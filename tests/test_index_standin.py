@@ -267,6 +267,11 @@ REF_CASES = [
         "C": {"type": "integer"}}},
     {"anyOf": [{"$ref": "#/$defs/Missing"}, {"$ref": "#/$defs/C"}], "$defs": {"C": {"type": "null"}}},
     {"items": [{"$ref": "#/$defs/L"}], "$defs": {"L": {"items": {"$ref": "#/$defs/L"}}}},
+    # C is recursive only as seen from A, which B reaches: found while A's definition is kept.
+    {"properties": {"top": {"$ref": "#/$defs/B"}}, "$defs": {
+        "A": {"properties": {"c": {"$ref": "#/$defs/C"}, "a": {"$ref": "#/$defs/A"}}},
+        "B": {"properties": {"a": {"$ref": "#/$defs/A"}, "b": {"$ref": "#/$defs/B"}, "c": {"$ref": "#/$defs/C"}}},
+        "C": {"properties": {"b": {"$ref": "#/$defs/B"}}}}},
 ]
 
 
@@ -276,6 +281,23 @@ def test_refs_are_inlined_except_recursive_ones():
     assert tree["properties"]["kids"]["items"] == {"$ref": "#/$defs/T"}
     assert service._standin_inline_refs(json.loads(json.dumps(REF_CASES[1])))["properties"]["a"] == {
         "type": "string", "description": "sibling wins"}
+
+
+def test_every_ref_left_names_a_definition_kept():
+    for case in REF_CASES:
+        tree = service._standin_inline_refs(json.loads(json.dumps(case)))
+        left = {ref[len("#/$defs/"):] for ref in refs_in(tree)}
+        assert left - set(tree.get("$defs", {})) <= {"Missing"}, case   # Missing: never defined
+
+
+def refs_in(node):
+    if isinstance(node, dict):
+        if isinstance(node.get("$ref"), str):
+            yield node["$ref"]
+        node = list(node.values())
+    if isinstance(node, list):
+        for item in node:
+            yield from refs_in(item)
 
 
 def test_refs_are_inlined_as_the_sdk_inlines_them():

@@ -30,6 +30,8 @@ READ_ALIKE = [
     "n = [1, -2, +3, 0, 1_000, -0]\nb = [true, false]\n",
     'arr = [\n  "a",  # first\n  "b",\n\n  # a comment line\n  "c",\n]\nempty = []\nnested = [[1, 2], ["x"], []]\n',
     '[a.b]\nx = 1\n[a]\ny = 2\n[a.c]\nz = 3\n',
+    '[fruit]\napple.color = "red"\n[fruit.apple.texture]\nsmooth = true\n',   # a table in a dotted key's
+    'a.b.c = 1\n[a.b.d]\nx = 2\n[a.b.d.e]\n',
     '[project]\nname = "x"\ndependencies = ["kindgi==0.1.10", "pydantic>=2"]\n[tool.kindgi.pack]\nid = "p"\n',
     'key-with_dashes = "v"\n123 = "numeric key"\n"" = "empty key"\n',
     "tab\t=\t'x'\t\n",
@@ -78,6 +80,9 @@ INVALID = [
     ('[a]\nb.c = 1\n[a.b]\n', 3),
     ('[x]\n[a]\nb = 1\n[a.b.c]\n', 4),
     ('a = 1 b = 2\n', 1),
+    ('a = 1 2\n', 1),
+    ('a = "x" y\n', 1),
+    ('[a.b]\nc = 1\n[a]\nb.d = 2\n', 4),
     ('a = \n', 1),
     ('= 1\n', 1),
     ('a = [1 2]\n', 1),
@@ -139,6 +144,36 @@ def test_generated_documents_are_read_alike_or_refused():
         assert got == expected, text
         read_alike += 1
     assert read_alike > 500 and refused > 500   # both paths were taken
+
+
+def tables_and_dotted_keys(rng):
+    """A document of [headers] and dotted keys only: all of it inside the part the reader takes."""
+    lines = []
+    for _ in range(rng.randint(1, 7)):
+        key = ".".join(rng.choice("abc") for _ in range(rng.randint(1, 4)))
+        roll = rng.random()
+        if roll < 0.4:
+            lines.append("[%s]" % key)
+        elif roll < 0.6:
+            lines.append("%s = 1" % key.rpartition(".")[2])
+        else:
+            lines.append("%s = 1" % key)
+    return "\n".join(lines) + "\n"
+
+
+def test_tables_and_dotted_keys_tomllib_reads_are_read_not_refused():
+    """Inside its part of TOML the reader refuses only what tomllib refuses."""
+    rng = random.Random(2027)
+    valid = 0
+    for _ in range(3000):
+        text = tables_and_dotted_keys(rng)
+        try:
+            expected = tomllib.loads(text)
+        except tomllib.TOMLDecodeError:
+            continue
+        assert read(text) == expected, text
+        valid += 1
+    assert valid > 500
 
 
 def test_the_reader_is_what_old_interpreters_use():

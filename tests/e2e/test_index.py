@@ -35,6 +35,7 @@ def test_the_index_is_the_sdks_byte_for_byte(tmp_path, name):
     assert (root / "index.json").read_bytes() == (EXPECTED / (name + ".index.json")).read_bytes()
     expected = json.loads((EXPECTED / (name + ".outcome.json")).read_text(encoding="utf-8"))
     assert outcome_of(ran, root) == expected
+    assert json.dumps(outcome_of(ran, root)) == json.dumps(expected), "the keys in the SDK's order"
 
 
 @pytest.mark.parametrize("folder", ["examples/hello-pack", "bench/pack"])
@@ -54,6 +55,7 @@ def test_the_json_outcome_is_one_ascii_line(tmp_path):
     ran = run_index(["--pack-dir", root, "--json"] + PINS)
     assert ran.stdout.endswith("\n") and ran.stdout.count("\n") == 1
     assert ran.stdout.isascii() and "Gr\\u00fc\\u00dfe" in ran.stdout
+    assert ran.stdout.startswith('{"kind":"ok","value":{"packId":"a","packVersion":"1.0.0",')   # compact
     value = json.loads(ran.stdout)["value"]
     assert value["outputPath"] == str(root / "index.json")
     assert value["fileErrors"][0]["cause"]["message"] == "Gr\u00fc\u00dfe"
@@ -134,6 +136,20 @@ def test_output_write_failed(tmp_path):
     assert error["code"] == "output-write-failed"
     assert error["filePath"] == "<pack>/pyproject.toml/index.json"
     assert error["message"].startswith("Failed to write <pack>/pyproject.toml/index.json: ")
+
+
+def test_a_write_that_fails_midway_is_output_write_failed_and_leaves_no_temporary_file(tmp_path):
+    """The index is written to a temporary file first: a write that fails (here past a file
+    size limit, 2 blocks) removes it, and the previous output is left as it was."""
+    root = write_files(tmp_path / "pack", {"pyproject.toml": CONFIG, "tools/t.py": TOOL.replace(
+        '"A tool."', '"%s"' % ("A long description. " * 200)), "index.json": "previous\n"})
+    ran = run(["sh", "-c", 'ulimit -f 2 && exec "$@"', "sh", PYTHON, SERVICE, "index", "--pack-dir", root, "--json"]
+              + PINS)
+    assert (ran.code, ran.stderr) == (1, ""), ran
+    error = json.loads(ran.stdout)["error"]
+    assert (error["code"], error["filePath"]) == ("output-write-failed", str(root / "index.json"))
+    assert sorted(os.listdir(str(root))) == ["index.json", "pyproject.toml", "tools"]
+    assert (root / "index.json").read_text() == "previous\n"
 
 
 def link_loop(path):
@@ -227,6 +243,20 @@ def test_a_previous_output_nested_too_deep_counts_as_none(tmp_path):
     assert json.loads(ran.stdout)["value"]["artifactVersion"].endswith(".1")
 
 
+def test_the_default_artifact_version_counts_on_from_todays_previous_output_only(tmp_path):
+    """YYYYMMDD.N: N is one more than the previous output's when it was made today, else 1
+    (a previous output that is no index, a JSON list say, counts as none)."""
+    root = write_files(tmp_path / "pack", {"pyproject.toml": CONFIG, "tools/t.py": TOOL})
+    for previous, n in (('{"artifactVersion": "19990101.7"}', 1), ('{"artifactVersion": "TODAY.41"}', 42),
+                        ('{"artifactVersion": "TODAY.x"}', 1), ('["TODAY.41"]', 1), ('"TODAY.41"', 1)):
+        today = datetime.now(timezone.utc).strftime("%Y%m%d")
+        (root / "index.json").write_text(previous.replace("TODAY", today))
+        ran = run_index(["--pack-dir", root, "--json", "--published-at", PINS[3]])
+        assert (ran.code, ran.stderr) == (0, ""), ran
+        version = json.loads(ran.stdout)["value"]["artifactVersion"]
+        assert version in ("%s.%d" % (today, n), "%s.1" % datetime.now(timezone.utc).strftime("%Y%m%d"))
+
+
 def test_a_discovered_file_that_is_not_a_module_is_the_sdks_file_error(tmp_path):
     """A glob can take README.md too: a file error in the SDK's words, the rest indexed."""
     root = write_files(tmp_path / "pack", {
@@ -238,6 +268,22 @@ def test_a_discovered_file_that_is_not_a_module_is_the_sdks_file_error(tmp_path)
     problem = "not a pack-relative Python module path: tools/README.md"
     assert value["fileErrors"] == [{"code": "file-import-failed", "filePath": "tools/README.md",
                                     "message": "Failed to import tools/README.md: ValueError: " + problem,
+                                    "cause": {"name": "ValueError", "message": problem}}]
+    assert value["counts"]["tools"] == 1
+
+
+def test_a_discovered_file_outside_the_pack_is_the_sdks_file_error_not_imported(tmp_path):
+    """A glob can reach past the pack (``../lib/*.py``): the file is not imported, a file
+    error in the SDK's words, the rest indexed."""
+    write_files(tmp_path / "lib", {"x.py": 'raise RuntimeError("imported from outside the pack")\n'})
+    root = write_files(tmp_path / "pack", {
+        "pyproject.toml": CONFIG + '[tool.kindgi.discovery]\nagents = "../lib/*.py"\n', "tools/t.py": TOOL})
+    ran = run_index(["--pack-dir", root, "--json"] + PINS)
+    assert (ran.code, ran.stderr) == (0, ""), ran
+    value = outcome_of(ran, root)["value"]
+    problem = "not a pack-relative Python module path: ../lib/x.py"
+    assert value["fileErrors"] == [{"code": "file-import-failed", "filePath": "../lib/x.py",
+                                    "message": "Failed to import ../lib/x.py: ValueError: " + problem,
                                     "cause": {"name": "ValueError", "message": problem}}]
     assert value["counts"]["tools"] == 1
 
@@ -386,6 +432,7 @@ def test_without_json_the_report_is_printed_and_an_error_goes_to_stderr(tmp_path
     ran = run_index(["--pack-dir", root] + PINS)
     assert ran.code == 0, ran
     assert json.loads(ran.stdout)["counts"] == {"tools": 1, "guardrails": 0, "agents": 0, "flows": 0}
+    assert ran.stdout == json.dumps(json.loads(ran.stdout), indent=2) + "\n"
     ran = run_index(["--pack-dir", tmp_path / "nowhere"])
     assert (ran.code, ran.stdout) == (1, "")
     assert ran.stderr == "kindgi_pack_min index: config-not-found: No pyproject.toml found at pack root %s\n" % (

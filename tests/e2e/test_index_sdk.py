@@ -41,6 +41,8 @@ def assert_same(sdk_side, our_side):
     (sdk_root, sdk_ran), (our_root, our_ran) = sdk_side, our_side
     assert sdk_ran.code == our_ran.code, (sdk_ran, our_ran)
     assert outcome_of(our_ran, our_root) == outcome_of(sdk_ran, sdk_root)
+    assert json.dumps(outcome_of(our_ran, our_root)) == json.dumps(outcome_of(sdk_ran, sdk_root)), \
+        "the keys in the SDK's order"
     written = (sdk_root / "index.json").exists()
     assert (our_root / "index.json").exists() == written
     if written:
