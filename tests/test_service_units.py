@@ -798,6 +798,7 @@ def test_keys_that_only_look_a_little_secret(key):
     ("kgi_bt_0123456789abcdefWXYZ kgi_ak_short kgi_lrk_x", "kgi_bt_\u2026WXYZ kgi_ak_\u2026 kgi_lrk_\u2026"),
     ("no secrets: https://host/path, kgi_x_y, Bearer", "no secrets: https://host/path, kgi_x_y, Bearer"),
     ("-https://u:p@h x_ftp://u:p@h", "-https://u:***@h x_ftp://u:***@h"),
+    ("redis://:s3cret@cache:6379/0", "redis://:***@cache:6379/0"),   # a password with no user name
 ])
 def test_known_shapes_of_secrets_are_masked(text, scrubbed):
     assert kpm.scrub_text(text) == scrubbed
