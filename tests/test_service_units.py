@@ -891,6 +891,121 @@ def test_a_subsystem_that_is_not_a_non_empty_string_is_root(pipe_records):
     assert [json.loads(line)["subsystem"] for line in lines(records)] == ["root"] * 4 + ["mine"]
 
 
+# -- the stand-in kindgi module -------------------------------------------------
+
+def test_a_cancellations_first_reason_wins_and_every_waiter_sees_it():
+    cancellation = kpm.Cancellation()
+    cancellation.cancel("deadline-exceeded")
+    cancellation.cancel("cancelled")
+    assert cancellation.wait(0) is True and cancellation.reason == "deadline-exceeded"
+    with pytest.raises(kpm.CallCancelled) as raised:
+        cancellation.raise_if_cancelled()
+    assert (raised.value.reason, str(raised.value)) == ("deadline-exceeded", "deadline-exceeded")
+
+
+def test_every_callback_runs_once_though_one_raises_system_exit():
+    cancellation = kpm.Cancellation()
+    ran = []
+
+    def leaves(reason):
+        ran.append("leaves")
+        raise SystemExit(3)
+
+    cancellation.add_callback(leaves)
+    cancellation.add_callback(ran.append)
+    cancellation.cancel("cancelled")
+    cancellation.cancel("cancelled")
+    cancellation.add_callback(ran.append)   # already cancelled: at once
+    assert ran == ["leaves", "cancelled", "cancelled"]
+
+
+def test_every_wait_async_wakes_on_cancel():
+    import asyncio
+    import threading
+    cancellation = kpm.Cancellation()
+
+    async def both():
+        return await asyncio.wait_for(asyncio.gather(cancellation.wait_async(), cancellation.wait_async()), 5)
+
+    loop = asyncio.new_event_loop()
+    threading.Timer(0.05, cancellation.cancel, ("cancelled",)).start()
+    try:
+        reasons = loop.run_until_complete(both())
+    finally:
+        loop.close()
+    assert reasons == ["cancelled", "cancelled"]
+
+
+def test_a_tool_contexts_fields_and_mappings_cant_be_changed():
+    ctx = kpm.ToolContext.from_wire({"tenantId": "t", "runId": "r", "env": {"A": "1"}, "secrets": {"S": "s"},
+                                     "config": {"c": 1}, "settings": {"s": 1}}, kpm.Cancellation())
+    for name in ("env", "secrets", "config", "settings"):
+        with pytest.raises(TypeError):
+            getattr(ctx, name)["new"] = 1
+    with pytest.raises(AttributeError, match="cannot assign to field 'tenant_id'"):   # FrozenInstanceError is one
+        ctx.tenant_id = "other"
+    with pytest.raises(AttributeError, match="cannot delete field 'run_id'"):
+        del ctx.run_id
+    assert (ctx.tenant_id, ctx.run_id, dict(ctx.env)) == ("t", "r", {"A": "1"})
+
+
+def test_records_list_defaults_are_their_own_and_compare_only_with_their_kind():
+    first, second = kpm.RunTrace(run_id="r", tenant_id="t"), kpm.RunTrace(run_id="r", tenant_id="t")
+    first.tool_calls.append("made by one")
+    assert (second.tool_calls, second.tool_results, second.model_calls) == ([], [], [])
+    assert first != second and kpm.RunTrace(run_id="r", tenant_id="t") == second
+    assert kpm.CheckResult(passed=True) != {"passed": True}
+    assert kpm.RunTrace(run_id="r", tenant_id="t") != kpm.CheckResult(passed=True)
+
+
+def test_a_fields_wire_name_wins_over_its_python_name_which_is_kept_as_an_extra():
+    """As pydantic takes a model's alias and its field name both given."""
+    result = kpm.CheckResult(passed=True, judgeResponse="wire", judge_response="python")
+    assert (result.judge_response, result.to_wire()) == (
+        "wire", {"passed": True, "judgeResponse": "wire", "judge_response": "python"})
+    trace = kpm.RunTrace.model_validate({"runId": "wire", "run_id": "python", "tenantId": "t"})
+    assert (trace.run_id, trace.model_extra) == ("wire", {"run_id": "python"})
+
+
+def test_a_traces_mode_is_ci_or_runtime_only():
+    assert kpm.RunTrace(run_id="r", tenant_id="t", mode="ci").mode == "ci"
+    with pytest.raises(kpm.ValidationError, match="Input should be 'ci' or 'runtime'"):
+        kpm.RunTrace(run_id="r", tenant_id="t", mode="test")
+
+
+def _check(config, trace):
+    return kpm.CheckResult(passed=True)
+
+
+@pytest.mark.parametrize("arguments, check, message", [
+    ({"id": "mine", "check_id": "must-cite", "on_violation": "block"}, _check,
+     'its check id "must-cite" is a built-in check\'s'),
+    ({"id": "g", "on_violation": "block", "action": {"on-violation": "block"}}, _check,
+     "pass exactly one of on_violation= or action="),
+    ({"id": "g"}, _check, "pass exactly one of on_violation= or action="),
+    ({"id": "g", "action": {"on-violation": 3}}, _check, 'action needs a string "on-violation"'),
+    ({"id": "g", "on_violation": "block"}, lambda config, trace, more: None, "got 3 parameters"),
+    ({"id": "g", "on_violation": "block"}, lambda config: None, "got 1 parameters"),
+    ({"id": "   ", "on_violation": "block"}, _check, "id must be a non-empty string"),
+])
+def test_a_guardrail_is_refused_where_the_sdk_refuses_it(arguments, check, message):
+    with pytest.raises(kpm.DefinitionError, match=re.escape(message)):
+        kpm._standin_guardrail(**arguments)(check)
+
+
+def test_a_guardrail_named_as_a_built_in_may_run_under_a_check_id_of_its_own():
+    guardrail = kpm._standin_guardrail(id="must-cite", check_id="mine.checks.cite", on_violation="block")(_check)
+    assert (guardrail.id, guardrail.check_id) == ("must-cite", "mine.checks.cite")
+
+
+def test_a_tools_handler_takes_one_or_two_parameters():
+    make = kpm._standin_tool(id="t", description="d", input={"type": "object"}, output={})
+    assert [make(handler).takes_context for handler in (lambda input: 1, lambda input, ctx: 1)] == [False, True]
+    for handler in (lambda: 1, lambda input, ctx, more: 1):
+        with pytest.raises(kpm.DefinitionError, match="the handler takes"):
+            make(handler)
+
+
 # -- the stop ------------------------------------------------------------------
 
 def test_the_drains_end_and_a_second_signal_say_stopped_once(monkeypatch):
