@@ -676,7 +676,7 @@ def test_the_records_waiting_are_bounded_in_bytes_too(monkeypatch):
     assert records.dropped == 1 and len(records.waiting) == 1
     lines = [json.loads(line) for line in finish()]
     assert [line["message"].split()[0] for line in lines] == ["first", "alone", "1"]
-    assert lines[-1]["count"] == 1
+    assert lines[-1]["count"] == 1 and lines[-1]["message"].startswith("1 record was dropped:")
 
 
 @pytest.mark.skipif(not sys.platform.startswith("linux"), reason="F_SETPIPE_SZ")
@@ -727,9 +727,9 @@ def test_records_escape_what_splits_or_drives_a_terminal(pipe_records):
 def test_pretty_lines_escape_controls(pipe_records):
     make, lines = pipe_records
     records = make(pretty=True)
-    records.write("info", "one\ntwo\x1b[2J", event="x")
+    records.write("info", "one\ntwo\x1b[2J\x7f", event="x")
     line, = lines(records)
-    assert line.endswith('INFO  pack one\\u000atwo\\u001b[2J  event="x"'), line
+    assert line.endswith('INFO  pack one\\u000atwo\\u001b[2J\\u007f  event="x"'), line
 
 
 def test_levels_filter_all_but_lifecycle_records(pipe_records):
@@ -794,6 +794,7 @@ def test_keys_that_only_look_a_little_secret(key):
 @pytest.mark.parametrize("text, scrubbed", [
     ("Authorization: Bearer abc.def-1", "Authorization: Bearer [redacted]"),
     ("bearer   x,y", "bearer [redacted],y"),
+    ("Bearer a then bearer b", "Bearer [redacted] then bearer [redacted]"),
     ("postgres://app:pw@db:5432/x and https://u:p@h/", "postgres://app:***@db:5432/x and https://u:***@h/"),
     ("kgi_bt_0123456789abcdefWXYZ kgi_ak_short kgi_lrk_x", "kgi_bt_\u2026WXYZ kgi_ak_\u2026 kgi_lrk_\u2026"),
     ("no secrets: https://host/path, kgi_x_y, Bearer", "no secrets: https://host/path, kgi_x_y, Bearer"),
@@ -889,6 +890,210 @@ def test_a_subsystem_that_is_not_a_non_empty_string_is_root(pipe_records):
     kpm.PackLogger(records, "").info("m")
     logger.child(subsystem="mine").info("m")
     assert [json.loads(line)["subsystem"] for line in lines(records)] == ["root"] * 4 + ["mine"]
+
+
+def test_a_loggers_is_level_enabled_follows_its_own_subsystems_level():
+    records = kpm.Records(2, level="warn", levels={"pack.tool": "debug"})
+    tool, pack = kpm.PackLogger(records, "pack.tool.db"), kpm.PackLogger(records, "pack")
+    assert [tool.is_level_enabled(level) for level in kpm.LEVELS] == [True, True, True, True, False]
+    assert [pack.is_level_enabled(level) for level in kpm.LEVELS] == [True, True, False, False, False]
+    assert tool.child(subsystem="pack").is_level_enabled("info") is False
+    assert not tool.is_level_enabled("loud") and not kpm.NoopLogger().is_level_enabled("error")
+
+
+def test_the_table_of_enabled_levels_stays_small_whatever_subsystems_pack_code_names():
+    records = kpm.Records(2, level="warn", levels={"pack": "debug"})
+    answers = [records.enabled("info", "pack.sub%d" % number) for number in range(300)]
+    assert answers == [True] * 300 and not records.enabled("info", "other")
+    assert len(records.known) <= 256
+
+
+def test_a_records_time_is_utc_to_the_millisecond_in_json_and_pretty_lines(pipe_records, monkeypatch):
+    make, lines = pipe_records
+    records = make()
+    monkeypatch.setattr(kpm.time, "time", lambda: 1767225600.25)   # 2026-01-01T00:00:00.250Z
+    records.write("info", "json")
+    records.pretty = True
+    records.write("warn", "pretty")
+    monkeypatch.undo()
+    json_line, pretty_line = lines(records)
+    assert json.loads(json_line)["time"] == "2026-01-01T00:00:00.250Z"
+    assert pretty_line == "00:00:00.250 WARN  pack pretty"
+
+
+def test_an_errors_causes_are_written_three_deep():
+    try:
+        try:
+            try:
+                try:
+                    raise ValueError("4")
+                except ValueError as exc:
+                    raise ValueError("3") from exc
+            except ValueError as exc:
+                raise ValueError("2") from exc
+        except ValueError as exc:
+            raise ValueError("1") from exc
+    except ValueError as exc:
+        fields = kpm.error_fields(exc, with_stack=False)
+    messages = []
+    while fields is not None:
+        messages.append(fields["message"])
+        fields = fields.get("cause")
+    assert messages == ["1", "2", "3", "4"]
+
+
+def test_an_err_has_its_stack_at_error_or_when_its_subsystem_debugs(pipe_records):
+    make, lines = pipe_records
+    records = make(levels={"pack.debugging": "debug"})
+    try:
+        raise ValueError("boom")
+    except ValueError as exc:
+        kpm.PackLogger(records, "pack").info("quiet", err=exc)
+        kpm.PackLogger(records, "pack").error("loud", err=exc)
+        kpm.PackLogger(records, "pack.debugging").info("debugging", err=exc)
+    quiet, loud, debugging = [json.loads(line)["err"] for line in lines(records)]
+    assert "stack" not in quiet and "ValueError: boom" in loud["stack"] and "ValueError: boom" in debugging["stack"]
+
+
+def test_in_message_names_only_the_fields_the_record_has_but_never_err(pipe_records):
+    make, lines = pipe_records
+    records = make()
+    kpm.PackLogger(records, "pack").info("m", {"a": 1}, err=ValueError("e"), in_message=["err", "a", "missing"])
+    assert json.loads(lines(records)[0])["inMessage"] == ["a"]
+
+
+def test_a_long_record_wakes_the_writer_at_once_and_a_short_one_lets_a_batch_gather():
+    records = kpm.Records(2)
+    records.writer = object()   # as if serving: records wait for the writer thread (not started here)
+    records.write("info", "short")
+    assert records.wake_writer.is_set() and not records.hurry.is_set()
+    records.write("info", "x" * kpm.LONG_RECORD)
+    assert records.hurry.is_set() and len(records.waiting) == 2
+
+
+def test_a_write_that_goes_through_ends_the_stuck_state(pipe_records):
+    """Found stuck, the next record is dropped at once; once stderr takes a write again, records wait
+    for room again instead."""
+    make, lines = pipe_records
+    records = make()
+    records.stuck = True
+    records.write("info", "taken", always=True)
+    assert records.stuck is False and records.writes == 1
+    assert [json.loads(line)["message"] for line in lines(records)] == ["taken"]
+
+
+def test_records_that_cant_be_written_count_as_written_out_once_stderr_took_nothing_for_a_while(monkeypatch):
+    """The drain waits for the records, but not for ever for a stuck stderr."""
+    import time
+    monkeypatch.setattr(kpm, "STUCK_STDERR_SECONDS", 0.2)
+    records = kpm.Records(2)
+    assert records.written_out()
+    records.waiting.append(b"{}\n")
+    assert not records.written_out()
+    time.sleep(0.1)
+    records.writes += 1   # stderr took a write: it is slow, not stuck
+    assert not records.written_out()
+    time.sleep(0.15)
+    assert not records.written_out()
+    time.sleep(0.1)
+    assert records.written_out()
+
+
+def test_last_words_go_on_a_line_of_their_own_when_stderr_is_stuck_mid_record(pipe_records):
+    make, lines = pipe_records
+    records = make()
+    with records.lock:   # a write stuck mid-record holds it
+        os.write(records.fd, b'{"half a record')
+        records.write("info", "Stopped", event="stopped", always=True, lock_timeout=0.05)
+    half, stopped = lines(records)
+    assert half == '{"half a record' and json.loads(stopped)["event"] == "stopped"
+
+
+def test_a_record_its_own_thread_cant_queue_is_dropped_and_counted():
+    """A finalizer the collector runs in a thread that holds the queue's lock: its record is
+    dropped after the wait, not waited for for ever."""
+    records = kpm.Records(2)
+    records.writer = object()
+    with records.queue_lock:
+        records.write("warn", "from a task's __del__", lock_timeout=0.05)
+    assert (records.dropped, records.waiting) == (1, [])
+
+
+def test_a_childs_records_carry_its_ancestors_bindings_and_warning_is_warn(pipe_records):
+    make, lines = pipe_records
+    records = make()
+    kpm.PackLogger(records, "pack", {"a": 1}).child({"b": 2}).child(c=3).warning("m")
+    record = json.loads(lines(records)[0])
+    assert (record["level"], record["a"], record["b"], record["c"]) == ("warn", 1, 2, 3)
+
+
+def test_a_no_op_loggers_children_write_nothing_either():
+    noop = kpm.NoopLogger()
+    child = noop.child({"a": 1}, b=2)
+    child.info("m", {"x": 1})
+    child.warning("m")
+    assert child is noop and not child.is_level_enabled("error")
+
+
+def test_an_errors_code_is_text_or_a_number_never_a_flag():
+    class Flagged(Exception):
+        code = True
+
+    class Numbered(Exception):
+        code = 7
+
+    assert "code" not in kpm.error_fields(Flagged("x"), with_stack=False)
+    assert kpm.error_fields(Numbered("x"), with_stack=False)["code"] == "7"
+
+
+def test_a_naive_datetime_is_taken_as_utc_whatever_the_local_zone(monkeypatch):
+    import time
+    monkeypatch.setenv("TZ", "America/New_York")
+    time.tzset()
+    try:
+        written = kpm.redact_fields(datetime.datetime(2026, 1, 2, 3, 4, 5))
+    finally:
+        monkeypatch.undo()
+        time.tzset()
+    assert written == "2026-01-02T03:04:05.000Z"
+
+
+def test_the_records_waiting_are_bounded_in_number():
+    records = kpm.Records(2)
+    records.writer = object()
+    records.stuck = True   # found stuck: a record with no room is dropped at once
+    for number in range(kpm.MAX_WAITING_RECORDS + 2):
+        records.write("info", "record %d" % number)
+    assert (len(records.waiting), records.dropped) == (kpm.MAX_WAITING_RECORDS, 2)
+
+
+def test_a_forked_child_writes_its_records_at_once_without_the_parents_writer(pipe_records):
+    make, lines = pipe_records
+    records = make()
+    records.writer = object()
+    records.waiting.append(b'{"message":"the parent\'s"}\n')
+    records.after_fork()
+    records.write("info", "the child's")
+    assert [json.loads(line)["message"] for line in lines(records)] == ["the child's"]
+
+
+def test_errors_in_a_records_fields_are_written_as_errors_and_err_comes_last(pipe_records):
+    make, lines = pipe_records
+    records = make()
+    kpm.PackLogger(records, "pack").info("m", {"failure": ValueError("bad")}, err=KeyError("k"), after=1)
+    record = json.loads(lines(records)[0])
+    assert record["failure"] == {"name": "ValueError", "message": "bad"}
+    assert list(record)[-2:] == ["after", "err"] and record["err"]["name"] == "KeyError"
+
+
+def test_a_service_error_masks_the_secrets_pack_code_put_in_it(pipe_records):
+    make, lines = pipe_records
+    service = object.__new__(kpm.PackService)   # only what failed() uses
+    service.records = make()
+    body = service.failed(ValueError("Bearer abc"), "Writing the answer")
+    record = json.loads(lines(service.records)[0])
+    assert record["message"] == "Writing the answer failed inside the service: ValueError: Bearer [redacted]"
+    assert "abc" not in record["stack"] and body == kpm.error_body("ValueError: Bearer abc")   # the answer: as thrown
 
 
 # -- the stand-in kindgi module -------------------------------------------------
