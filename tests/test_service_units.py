@@ -12,6 +12,7 @@ import fractions
 import io
 import ipaddress
 import json
+import math
 import os
 import pathlib
 import re
@@ -1178,6 +1179,30 @@ def test_a_traces_mode_is_ci_or_runtime_only():
         kpm.RunTrace(run_id="r", tenant_id="t", mode="test")
 
 
+def test_none_is_refused_where_a_field_has_a_default_that_is_not_none():
+    for sent in ({"toolCalls": None}, {"mode": None}):
+        with pytest.raises(kpm.ValidationError):
+            kpm.RunTrace.from_wire(dict(TRACE_IDS, **sent))
+    with pytest.raises(kpm.ValidationError):
+        kpm.CheckResult(passed=None)
+    assert kpm.RunTrace.from_wire(dict(TRACE_IDS, output=None)).output is None
+
+
+def test_a_check_results_nan_is_kept_in_python_and_null_on_the_wire():
+    result = kpm.CheckResult(passed=True, attributes={"r": float("nan")})
+    assert math.isnan(result.model_dump()["attributes"]["r"])
+    assert result.to_wire() == {"passed": True, "attributes": {"r": None}}
+
+
+def test_a_copied_tool_context_has_every_field():
+    import copy
+    ctx = kpm.ToolContext.for_test(request_id="q", project_id="p", org_id="o", env={"E": "1"}, secrets={"S": "s"},
+                                   config={"c": 1}, settings={"s": 2}, idempotency_key="k")
+    copied = copy.copy(ctx)
+    assert [getattr(copied, name) for name in kpm.ToolContext.__slots__] == [
+        getattr(ctx, name) for name in kpm.ToolContext.__slots__]
+
+
 def _check(config, trace):
     return kpm.CheckResult(passed=True)
 
@@ -1266,6 +1291,16 @@ def test_every_configuration_problem_at_once():
         "KINDGI_PACK_TENANT_ID must be the tenant's id, a UUID such as 3f2b8c1e-4a5d-4e6f-9a0b-1c2d3e4f5a6b. "
         "Got a value that isn't one.",
         'KINDGI_PACK_MIN_TEST: "head=fast" is not a test setting this service knows']
+
+
+def test_logging_variables_are_read_in_any_case_and_spacing():
+    config = kpm.Config()
+    assert kpm.read_log_config({"KINDGI_LOG_LEVEL": " WARN ", "KINDGI_LOG_LEVELS": " pack = DEBUG ,, pack.tool=Error ",
+                                "KINDGI_LOG_FORMAT": " Pretty "}, config) is None
+    assert (config.log_level, config.log_levels, config.log_format) == (
+        "warn", {"pack": "debug", "pack.tool": "error"}, "pretty")
+    assert kpm.read_log_config({"KINDGI_LOG_LEVELS": " =debug"}, kpm.Config()) == (
+        'KINDGI_LOG_LEVELS: "=debug" isn\'t subsystem=level (levels: error, warn, info, debug, trace).')
 
 
 @pytest.mark.parametrize("flag, action", [("--help", "help"), ("--version", "version")])
