@@ -541,13 +541,16 @@ class Records:
 
     def rank_for(self, subsystem):
         """The level of ``subsystem``: its own, else its nearest dotted parent's in
-        KINDGI_LOG_LEVELS (``pack.tool`` for ``pack.tool.db``), else KINDGI_LOG_LEVEL's."""
-        name = subsystem
-        while name not in self.ranks:
-            if "." not in name:
-                return self.rank
-            name = name.rsplit(".", 1)[0]
-        return self.ranks[name]
+        KINDGI_LOG_LEVELS (``pack.tool`` for ``pack.tool.db``), else KINDGI_LOG_LEVEL's.
+
+        The names set are matched against it, not its parents looked up one by one: cutting a
+        subsystem of pack code's with many dots down a dot at a time took quadratic time."""
+        nearest = None
+        for name in self.ranks:
+            if (subsystem == name or subsystem.startswith(name + ".")) and (
+                    nearest is None or len(name) > len(nearest)):
+                nearest = name
+        return self.rank if nearest is None else self.ranks[nearest]
 
     def write(self, level, message, event=None, subsystem="pack", always=False, fields=None,
               lock_timeout=-1, at_once=False):

@@ -749,6 +749,15 @@ def test_a_subsystem_takes_its_nearest_dotted_parents_level(subsystem, rank):
     assert records.rank_for(subsystem) == kpm.LEVELS.index(rank)
 
 
+def test_the_level_of_a_subsystem_with_many_dots_takes_linear_time():
+    """A subsystem of pack code's was cut down to its parents a dot at a time: 800,000 characters
+    of "a.a.…" held the interpreter (and so the whole service) for tens of seconds."""
+    done = subprocess.run([sys.executable, "-c", "import kindgi_pack_min as k; "
+                           "k.Records(2, levels={'pack': 'debug'}).rank_for('a.' * 400000)"],
+                          cwd=ROOT, timeout=10)
+    assert done.returncode == 0
+
+
 def test_pack_code_fields_lose_secret_keys_and_the_token(pipe_records):
     make, lines = pipe_records
     records = make()
