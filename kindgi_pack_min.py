@@ -349,11 +349,12 @@ RESERVED_KEYS = ("time", "level", "severity", "subsystem", "message", "event", "
 SECRET_KEY = re.compile(r"secret|passw|passphrase|apikey|privatekey|credential|authorization|cookie|token$")
 # Known shapes of secrets, masked in every string of a pack's record: a Kindgi token (kept:
 # its kind, and the last four characters of a long one), the credentials after "Bearer",
-# and the password in a URL.  A URL's scheme is looked for only from the start of a run of
-# scheme characters (the lookbehind): from every letter of "a.a.a…" it took quadratic time.
+# and the password in a URL, after a user name or none (``redis://:pw@host``).  A URL's scheme
+# is looked for only from the start of a run of scheme characters (the lookbehind): from every
+# letter of "a.a.a…" it took quadratic time.
 KINDGI_TOKEN = re.compile(r"\bkgi_([a-z]{2,3})_([A-Za-z0-9._~+/=-]+)", re.ASCII)
 BEARER_CREDENTIALS = re.compile(r"\b(Bearer)\s+[^\s\"',;]+", re.ASCII | re.IGNORECASE)
-URL_PASSWORD = re.compile(r"(?<![a-z0-9+.-])([0-9+.-]*[a-z][a-z0-9+.-]*://[^\s:/@]+):[^\s@/]+@",
+URL_PASSWORD = re.compile(r"(?<![a-z0-9+.-])([0-9+.-]*[a-z][a-z0-9+.-]*://[^\s:/@]*):[^\s@/]+@",
                           re.ASCII | re.IGNORECASE)
 MAX_FIELD_DEPTH = 8   # deeper containers in a pack's record are written "[too deep]"
 # Characters that line splitters or terminals act on: C1 controls (U+0085 is NEL), the
@@ -540,13 +541,16 @@ class Records:
 
     def rank_for(self, subsystem):
         """The level of ``subsystem``: its own, else its nearest dotted parent's in
-        KINDGI_LOG_LEVELS (``pack.tool`` for ``pack.tool.db``), else KINDGI_LOG_LEVEL's."""
-        name = subsystem
-        while name not in self.ranks:
-            if "." not in name:
-                return self.rank
-            name = name.rsplit(".", 1)[0]
-        return self.ranks[name]
+        KINDGI_LOG_LEVELS (``pack.tool`` for ``pack.tool.db``), else KINDGI_LOG_LEVEL's.
+
+        The names set are matched against it, not its parents looked up one by one: cutting a
+        subsystem of pack code's with many dots down a dot at a time took quadratic time."""
+        nearest = None
+        for name in self.ranks:
+            if (subsystem == name or subsystem.startswith(name + ".")) and (
+                    nearest is None or len(name) > len(nearest)):
+                nearest = name
+        return self.rank if nearest is None else self.ranks[nearest]
 
     def write(self, level, message, event=None, subsystem="pack", always=False, fields=None,
               lock_timeout=-1, at_once=False):

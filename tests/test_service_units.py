@@ -12,6 +12,7 @@ import fractions
 import io
 import ipaddress
 import json
+import math
 import os
 import pathlib
 import re
@@ -676,7 +677,7 @@ def test_the_records_waiting_are_bounded_in_bytes_too(monkeypatch):
     assert records.dropped == 1 and len(records.waiting) == 1
     lines = [json.loads(line) for line in finish()]
     assert [line["message"].split()[0] for line in lines] == ["first", "alone", "1"]
-    assert lines[-1]["count"] == 1
+    assert lines[-1]["count"] == 1 and lines[-1]["message"].startswith("1 record was dropped:")
 
 
 @pytest.mark.skipif(not sys.platform.startswith("linux"), reason="F_SETPIPE_SZ")
@@ -727,9 +728,9 @@ def test_records_escape_what_splits_or_drives_a_terminal(pipe_records):
 def test_pretty_lines_escape_controls(pipe_records):
     make, lines = pipe_records
     records = make(pretty=True)
-    records.write("info", "one\ntwo\x1b[2J", event="x")
+    records.write("info", "one\ntwo\x1b[2J\x7f", event="x")
     line, = lines(records)
-    assert line.endswith('INFO  pack one\\u000atwo\\u001b[2J  event="x"'), line
+    assert line.endswith('INFO  pack one\\u000atwo\\u001b[2J\\u007f  event="x"'), line
 
 
 def test_levels_filter_all_but_lifecycle_records(pipe_records):
@@ -746,6 +747,15 @@ def test_levels_filter_all_but_lifecycle_records(pipe_records):
 def test_a_subsystem_takes_its_nearest_dotted_parents_level(subsystem, rank):
     records = kpm.Records(2, level="warn", levels={"pack": "trace", "pack.tool": "error", "pack.tool.db": "debug"})
     assert records.rank_for(subsystem) == kpm.LEVELS.index(rank)
+
+
+def test_the_level_of_a_subsystem_with_many_dots_takes_linear_time():
+    """A subsystem of pack code's was cut down to its parents a dot at a time: 800,000 characters
+    of "a.a.…" held the interpreter (and so the whole service) for tens of seconds."""
+    done = subprocess.run([sys.executable, "-c", "import kindgi_pack_min as k; "
+                           "k.Records(2, levels={'pack': 'debug'}).rank_for('a.' * 400000)"],
+                          cwd=ROOT, timeout=10)
+    assert done.returncode == 0
 
 
 def test_pack_code_fields_lose_secret_keys_and_the_token(pipe_records):
@@ -794,10 +804,12 @@ def test_keys_that_only_look_a_little_secret(key):
 @pytest.mark.parametrize("text, scrubbed", [
     ("Authorization: Bearer abc.def-1", "Authorization: Bearer [redacted]"),
     ("bearer   x,y", "bearer [redacted],y"),
+    ("Bearer a then bearer b", "Bearer [redacted] then bearer [redacted]"),
     ("postgres://app:pw@db:5432/x and https://u:p@h/", "postgres://app:***@db:5432/x and https://u:***@h/"),
     ("kgi_bt_0123456789abcdefWXYZ kgi_ak_short kgi_lrk_x", "kgi_bt_\u2026WXYZ kgi_ak_\u2026 kgi_lrk_\u2026"),
     ("no secrets: https://host/path, kgi_x_y, Bearer", "no secrets: https://host/path, kgi_x_y, Bearer"),
     ("-https://u:p@h x_ftp://u:p@h", "-https://u:***@h x_ftp://u:***@h"),
+    ("redis://:s3cret@cache:6379/0", "redis://:***@cache:6379/0"),   # a password with no user name
 ])
 def test_known_shapes_of_secrets_are_masked(text, scrubbed):
     assert kpm.scrub_text(text) == scrubbed
@@ -890,6 +902,349 @@ def test_a_subsystem_that_is_not_a_non_empty_string_is_root(pipe_records):
     assert [json.loads(line)["subsystem"] for line in lines(records)] == ["root"] * 4 + ["mine"]
 
 
+def test_a_loggers_is_level_enabled_follows_its_own_subsystems_level():
+    records = kpm.Records(2, level="warn", levels={"pack.tool": "debug"})
+    tool, pack = kpm.PackLogger(records, "pack.tool.db"), kpm.PackLogger(records, "pack")
+    assert [tool.is_level_enabled(level) for level in kpm.LEVELS] == [True, True, True, True, False]
+    assert [pack.is_level_enabled(level) for level in kpm.LEVELS] == [True, True, False, False, False]
+    assert tool.child(subsystem="pack").is_level_enabled("info") is False
+    assert not tool.is_level_enabled("loud") and not kpm.NoopLogger().is_level_enabled("error")
+
+
+def test_the_table_of_enabled_levels_stays_small_whatever_subsystems_pack_code_names():
+    records = kpm.Records(2, level="warn", levels={"pack": "debug"})
+    answers = [records.enabled("info", "pack.sub%d" % number) for number in range(300)]
+    assert answers == [True] * 300 and not records.enabled("info", "other")
+    assert len(records.known) <= 256
+
+
+def test_a_records_time_is_utc_to_the_millisecond_in_json_and_pretty_lines(pipe_records, monkeypatch):
+    make, lines = pipe_records
+    records = make()
+    monkeypatch.setattr(kpm.time, "time", lambda: 1767225600.25)   # 2026-01-01T00:00:00.250Z
+    records.write("info", "json")
+    records.pretty = True
+    records.write("warn", "pretty")
+    monkeypatch.undo()
+    json_line, pretty_line = lines(records)
+    assert json.loads(json_line)["time"] == "2026-01-01T00:00:00.250Z"
+    assert pretty_line == "00:00:00.250 WARN  pack pretty"
+
+
+def test_an_errors_causes_are_written_three_deep():
+    try:
+        try:
+            try:
+                try:
+                    raise ValueError("4")
+                except ValueError as exc:
+                    raise ValueError("3") from exc
+            except ValueError as exc:
+                raise ValueError("2") from exc
+        except ValueError as exc:
+            raise ValueError("1") from exc
+    except ValueError as exc:
+        fields = kpm.error_fields(exc, with_stack=False)
+    messages = []
+    while fields is not None:
+        messages.append(fields["message"])
+        fields = fields.get("cause")
+    assert messages == ["1", "2", "3", "4"]
+
+
+def test_an_err_has_its_stack_at_error_or_when_its_subsystem_debugs(pipe_records):
+    make, lines = pipe_records
+    records = make(levels={"pack.debugging": "debug"})
+    try:
+        raise ValueError("boom")
+    except ValueError as exc:
+        kpm.PackLogger(records, "pack").info("quiet", err=exc)
+        kpm.PackLogger(records, "pack").error("loud", err=exc)
+        kpm.PackLogger(records, "pack.debugging").info("debugging", err=exc)
+    quiet, loud, debugging = [json.loads(line)["err"] for line in lines(records)]
+    assert "stack" not in quiet and "ValueError: boom" in loud["stack"] and "ValueError: boom" in debugging["stack"]
+
+
+def test_in_message_names_only_the_fields_the_record_has_but_never_err(pipe_records):
+    make, lines = pipe_records
+    records = make()
+    kpm.PackLogger(records, "pack").info("m", {"a": 1}, err=ValueError("e"), in_message=["err", "a", "missing"])
+    assert json.loads(lines(records)[0])["inMessage"] == ["a"]
+
+
+def test_a_long_record_wakes_the_writer_at_once_and_a_short_one_lets_a_batch_gather():
+    records = kpm.Records(2)
+    records.writer = object()   # as if serving: records wait for the writer thread (not started here)
+    records.write("info", "short")
+    assert records.wake_writer.is_set() and not records.hurry.is_set()
+    records.write("info", "x" * kpm.LONG_RECORD)
+    assert records.hurry.is_set() and len(records.waiting) == 2
+
+
+def test_a_write_that_goes_through_ends_the_stuck_state(pipe_records):
+    """Found stuck, the next record is dropped at once; once stderr takes a write again, records wait
+    for room again instead."""
+    make, lines = pipe_records
+    records = make()
+    records.stuck = True
+    records.write("info", "taken", always=True)
+    assert records.stuck is False and records.writes == 1
+    assert [json.loads(line)["message"] for line in lines(records)] == ["taken"]
+
+
+def test_records_that_cant_be_written_count_as_written_out_once_stderr_took_nothing_for_a_while(monkeypatch):
+    """The drain waits for the records, but not for ever for a stuck stderr."""
+    import time
+    monkeypatch.setattr(kpm, "STUCK_STDERR_SECONDS", 0.2)
+    records = kpm.Records(2)
+    assert records.written_out()
+    records.waiting.append(b"{}\n")
+    assert not records.written_out()
+    time.sleep(0.1)
+    records.writes += 1   # stderr took a write: it is slow, not stuck
+    assert not records.written_out()
+    time.sleep(0.15)
+    assert not records.written_out()
+    time.sleep(0.1)
+    assert records.written_out()
+
+
+def test_last_words_go_on_a_line_of_their_own_when_stderr_is_stuck_mid_record(pipe_records):
+    make, lines = pipe_records
+    records = make()
+    with records.lock:   # a write stuck mid-record holds it
+        os.write(records.fd, b'{"half a record')
+        records.write("info", "Stopped", event="stopped", always=True, lock_timeout=0.05)
+    half, stopped = lines(records)
+    assert half == '{"half a record' and json.loads(stopped)["event"] == "stopped"
+
+
+def test_a_record_its_own_thread_cant_queue_is_dropped_and_counted():
+    """A finalizer the collector runs in a thread that holds the queue's lock: its record is
+    dropped after the wait, not waited for for ever."""
+    records = kpm.Records(2)
+    records.writer = object()
+    with records.queue_lock:
+        records.write("warn", "from a task's __del__", lock_timeout=0.05)
+    assert (records.dropped, records.waiting) == (1, [])
+
+
+def test_a_childs_records_carry_its_ancestors_bindings_and_warning_is_warn(pipe_records):
+    make, lines = pipe_records
+    records = make()
+    kpm.PackLogger(records, "pack", {"a": 1}).child({"b": 2}).child(c=3).warning("m")
+    record = json.loads(lines(records)[0])
+    assert (record["level"], record["a"], record["b"], record["c"]) == ("warn", 1, 2, 3)
+
+
+def test_a_no_op_loggers_children_write_nothing_either():
+    noop = kpm.NoopLogger()
+    child = noop.child({"a": 1}, b=2)
+    child.info("m", {"x": 1})
+    child.warning("m")
+    assert child is noop and not child.is_level_enabled("error")
+
+
+def test_an_errors_code_is_text_or_a_number_never_a_flag():
+    class Flagged(Exception):
+        code = True
+
+    class Numbered(Exception):
+        code = 7
+
+    assert "code" not in kpm.error_fields(Flagged("x"), with_stack=False)
+    assert kpm.error_fields(Numbered("x"), with_stack=False)["code"] == "7"
+
+
+def test_a_naive_datetime_is_taken_as_utc_whatever_the_local_zone(monkeypatch):
+    import time
+    monkeypatch.setenv("TZ", "America/New_York")
+    time.tzset()
+    try:
+        written = kpm.redact_fields(datetime.datetime(2026, 1, 2, 3, 4, 5))
+    finally:
+        monkeypatch.undo()
+        time.tzset()
+    assert written == "2026-01-02T03:04:05.000Z"
+
+
+def test_the_records_waiting_are_bounded_in_number():
+    records = kpm.Records(2)
+    records.writer = object()
+    records.stuck = True   # found stuck: a record with no room is dropped at once
+    for number in range(kpm.MAX_WAITING_RECORDS + 2):
+        records.write("info", "record %d" % number)
+    assert (len(records.waiting), records.dropped) == (kpm.MAX_WAITING_RECORDS, 2)
+
+
+def test_a_forked_child_writes_its_records_at_once_without_the_parents_writer(pipe_records):
+    make, lines = pipe_records
+    records = make()
+    records.writer = object()
+    records.waiting.append(b'{"message":"the parent\'s"}\n')
+    records.after_fork()
+    records.write("info", "the child's")
+    assert [json.loads(line)["message"] for line in lines(records)] == ["the child's"]
+
+
+def test_errors_in_a_records_fields_are_written_as_errors_and_err_comes_last(pipe_records):
+    make, lines = pipe_records
+    records = make()
+    kpm.PackLogger(records, "pack").info("m", {"failure": ValueError("bad")}, err=KeyError("k"), after=1)
+    record = json.loads(lines(records)[0])
+    assert record["failure"] == {"name": "ValueError", "message": "bad"}
+    assert list(record)[-2:] == ["after", "err"] and record["err"]["name"] == "KeyError"
+
+
+def test_a_service_error_masks_the_secrets_pack_code_put_in_it(pipe_records):
+    make, lines = pipe_records
+    service = object.__new__(kpm.PackService)   # only what failed() uses
+    service.records = make()
+    body = service.failed(ValueError("Bearer abc"), "Writing the answer")
+    record = json.loads(lines(service.records)[0])
+    assert record["message"] == "Writing the answer failed inside the service: ValueError: Bearer [redacted]"
+    assert "abc" not in record["stack"] and body == kpm.error_body("ValueError: Bearer abc")   # the answer: as thrown
+
+
+# -- the stand-in kindgi module -------------------------------------------------
+
+def test_a_cancellations_first_reason_wins_and_every_waiter_sees_it():
+    cancellation = kpm.Cancellation()
+    cancellation.cancel("deadline-exceeded")
+    cancellation.cancel("cancelled")
+    assert cancellation.wait(0) is True and cancellation.reason == "deadline-exceeded"
+    with pytest.raises(kpm.CallCancelled) as raised:
+        cancellation.raise_if_cancelled()
+    assert (raised.value.reason, str(raised.value)) == ("deadline-exceeded", "deadline-exceeded")
+
+
+def test_every_callback_runs_once_though_one_raises_system_exit():
+    cancellation = kpm.Cancellation()
+    ran = []
+
+    def leaves(reason):
+        ran.append("leaves")
+        raise SystemExit(3)
+
+    cancellation.add_callback(leaves)
+    cancellation.add_callback(ran.append)
+    cancellation.cancel("cancelled")
+    cancellation.cancel("cancelled")
+    cancellation.add_callback(ran.append)   # already cancelled: at once
+    assert ran == ["leaves", "cancelled", "cancelled"]
+
+
+def test_every_wait_async_wakes_on_cancel():
+    import asyncio
+    import threading
+    cancellation = kpm.Cancellation()
+
+    async def both():
+        return await asyncio.wait_for(asyncio.gather(cancellation.wait_async(), cancellation.wait_async()), 5)
+
+    loop = asyncio.new_event_loop()
+    threading.Timer(0.05, cancellation.cancel, ("cancelled",)).start()
+    try:
+        reasons = loop.run_until_complete(both())
+    finally:
+        loop.close()
+    assert reasons == ["cancelled", "cancelled"]
+
+
+def test_a_tool_contexts_fields_and_mappings_cant_be_changed():
+    ctx = kpm.ToolContext.from_wire({"tenantId": "t", "runId": "r", "env": {"A": "1"}, "secrets": {"S": "s"},
+                                     "config": {"c": 1}, "settings": {"s": 1}}, kpm.Cancellation())
+    for name in ("env", "secrets", "config", "settings"):
+        with pytest.raises(TypeError):
+            getattr(ctx, name)["new"] = 1
+    with pytest.raises(AttributeError, match="cannot assign to field 'tenant_id'"):   # FrozenInstanceError is one
+        ctx.tenant_id = "other"
+    with pytest.raises(AttributeError, match="cannot delete field 'run_id'"):
+        del ctx.run_id
+    assert (ctx.tenant_id, ctx.run_id, dict(ctx.env)) == ("t", "r", {"A": "1"})
+
+
+def test_records_list_defaults_are_their_own_and_compare_only_with_their_kind():
+    first, second = kpm.RunTrace(run_id="r", tenant_id="t"), kpm.RunTrace(run_id="r", tenant_id="t")
+    first.tool_calls.append("made by one")
+    assert (second.tool_calls, second.tool_results, second.model_calls) == ([], [], [])
+    assert first != second and kpm.RunTrace(run_id="r", tenant_id="t") == second
+    assert kpm.CheckResult(passed=True) != {"passed": True}
+    assert kpm.RunTrace(run_id="r", tenant_id="t") != kpm.CheckResult(passed=True)
+
+
+def test_a_fields_wire_name_wins_over_its_python_name_which_is_kept_as_an_extra():
+    """As pydantic takes a model's alias and its field name both given."""
+    result = kpm.CheckResult(passed=True, judgeResponse="wire", judge_response="python")
+    assert (result.judge_response, result.to_wire()) == (
+        "wire", {"passed": True, "judgeResponse": "wire", "judge_response": "python"})
+    trace = kpm.RunTrace.model_validate({"runId": "wire", "run_id": "python", "tenantId": "t"})
+    assert (trace.run_id, trace.model_extra) == ("wire", {"run_id": "python"})
+
+
+def test_a_traces_mode_is_ci_or_runtime_only():
+    assert kpm.RunTrace(run_id="r", tenant_id="t", mode="ci").mode == "ci"
+    with pytest.raises(kpm.ValidationError, match="Input should be 'ci' or 'runtime'"):
+        kpm.RunTrace(run_id="r", tenant_id="t", mode="test")
+
+
+def test_none_is_refused_where_a_field_has_a_default_that_is_not_none():
+    for sent in ({"toolCalls": None}, {"mode": None}):
+        with pytest.raises(kpm.ValidationError):
+            kpm.RunTrace.from_wire(dict(TRACE_IDS, **sent))
+    with pytest.raises(kpm.ValidationError):
+        kpm.CheckResult(passed=None)
+    assert kpm.RunTrace.from_wire(dict(TRACE_IDS, output=None)).output is None
+
+
+def test_a_check_results_nan_is_kept_in_python_and_null_on_the_wire():
+    result = kpm.CheckResult(passed=True, attributes={"r": float("nan")})
+    assert math.isnan(result.model_dump()["attributes"]["r"])
+    assert result.to_wire() == {"passed": True, "attributes": {"r": None}}
+
+
+def test_a_copied_tool_context_has_every_field():
+    import copy
+    ctx = kpm.ToolContext.for_test(request_id="q", project_id="p", org_id="o", env={"E": "1"}, secrets={"S": "s"},
+                                   config={"c": 1}, settings={"s": 2}, idempotency_key="k")
+    copied = copy.copy(ctx)
+    assert [getattr(copied, name) for name in kpm.ToolContext.__slots__] == [
+        getattr(ctx, name) for name in kpm.ToolContext.__slots__]
+
+
+def _check(config, trace):
+    return kpm.CheckResult(passed=True)
+
+
+@pytest.mark.parametrize("arguments, check, message", [
+    ({"id": "mine", "check_id": "must-cite", "on_violation": "block"}, _check,
+     'its check id "must-cite" is a built-in check\'s'),
+    ({"id": "g", "on_violation": "block", "action": {"on-violation": "block"}}, _check,
+     "pass exactly one of on_violation= or action="),
+    ({"id": "g"}, _check, "pass exactly one of on_violation= or action="),
+    ({"id": "g", "action": {"on-violation": 3}}, _check, 'action needs a string "on-violation"'),
+    ({"id": "g", "on_violation": "block"}, lambda config, trace, more: None, "got 3 parameters"),
+    ({"id": "g", "on_violation": "block"}, lambda config: None, "got 1 parameters"),
+    ({"id": "   ", "on_violation": "block"}, _check, "id must be a non-empty string"),
+])
+def test_a_guardrail_is_refused_where_the_sdk_refuses_it(arguments, check, message):
+    with pytest.raises(kpm.DefinitionError, match=re.escape(message)):
+        kpm._standin_guardrail(**arguments)(check)
+
+
+def test_a_guardrail_named_as_a_built_in_may_run_under_a_check_id_of_its_own():
+    guardrail = kpm._standin_guardrail(id="must-cite", check_id="mine.checks.cite", on_violation="block")(_check)
+    assert (guardrail.id, guardrail.check_id) == ("must-cite", "mine.checks.cite")
+
+
+def test_a_tools_handler_takes_one_or_two_parameters():
+    make = kpm._standin_tool(id="t", description="d", input={"type": "object"}, output={})
+    assert [make(handler).takes_context for handler in (lambda input: 1, lambda input, ctx: 1)] == [False, True]
+    for handler in (lambda: 1, lambda input, ctx, more: 1):
+        with pytest.raises(kpm.DefinitionError, match="the handler takes"):
+            make(handler)
+
+
 # -- the stop ------------------------------------------------------------------
 
 def test_the_drains_end_and_a_second_signal_say_stopped_once(monkeypatch):
@@ -945,6 +1300,16 @@ def test_every_configuration_problem_at_once():
         "KINDGI_PACK_TENANT_ID must be the tenant's id, a UUID such as 3f2b8c1e-4a5d-4e6f-9a0b-1c2d3e4f5a6b. "
         "Got a value that isn't one.",
         'KINDGI_PACK_MIN_TEST: "head=fast" is not a test setting this service knows']
+
+
+def test_logging_variables_are_read_in_any_case_and_spacing():
+    config = kpm.Config()
+    assert kpm.read_log_config({"KINDGI_LOG_LEVEL": " WARN ", "KINDGI_LOG_LEVELS": " pack = DEBUG ,, pack.tool=Error ",
+                                "KINDGI_LOG_FORMAT": " Pretty "}, config) is None
+    assert (config.log_level, config.log_levels, config.log_format) == (
+        "warn", {"pack": "debug", "pack.tool": "error"}, "pretty")
+    assert kpm.read_log_config({"KINDGI_LOG_LEVELS": " =debug"}, kpm.Config()) == (
+        'KINDGI_LOG_LEVELS: "=debug" isn\'t subsystem=level (levels: error, warn, info, debug, trace).')
 
 
 @pytest.mark.parametrize("flag, action", [("--help", "help"), ("--version", "version")])

@@ -489,6 +489,13 @@ def test_a_callers_strings_are_cut_to_1024_characters_in_records(service):
     assert len(line) < 6000
 
 
+def test_a_callers_string_of_1024_characters_is_kept_whole_and_one_more_is_cut(service):
+    service.call_tool("missing", {}, ctx={"tenantId": "t", "runId": "run-edge", "projectId": "p" * 1025,
+                                          "orgId": "o" * 1024})
+    record = call_record(service, "run-edge")
+    assert (record["projectId"], record["orgId"]) == ("p" * 1024 + "...[1 more characters]", "o" * 1024)
+
+
 def test_auto_format_writes_json_when_stderr_is_not_a_terminal(launcher, pack_index):
     code, checked = launcher.run(["--check", "--index", pack_index], env={"KINDGI_LOG_FORMAT": "auto"})
     assert code == 0
