@@ -5,6 +5,7 @@ The expected issues are Ajv 8's answers (allErrors, allowUnionTypes, ajv-formats
 """
 
 import json
+import re
 import sys
 import time
 from pathlib import Path
@@ -278,6 +279,13 @@ def test_json_semantics(schema, instance, valid):
     ("^\\B", " ", True),
     ("\\B", "a", False),
     ("(?<=\\B)a", "ba", True),
+    (".", "\u2028", False),   # "." matches no line terminator: \n, \r, U+2028, U+2029
+    ("^\\w$", "_", True),
+    ("^[\\b]$", "\x08", True),   # in a class, \b is backspace
+    ("^\\P{L}$", "1", True),
+    ("^\\P{L}$", "a", False),
+    ("^\\ca$", "\x01", True),
+    ("^(?<$a>x)(?<_a>y)$", "xy", True),   # "$" in a group name must not collide with another name
 ])
 def test_ecmascript_regex(pattern, text, found):
     assert SchemaValidator({"pattern": pattern}).is_valid(text) is found
@@ -288,6 +296,16 @@ def test_bad_pattern_is_schema_error(pattern):
     with pytest.raises(SchemaError) as info:
         SchemaValidator({"type": "string", "pattern": pattern})
     assert "pattern" in str(info.value) and "#/pattern" in str(info.value)
+
+
+@pytest.mark.parametrize("pattern,reason", [
+    ("\\u{110000}", "Invalid Unicode escape"), ("a{3,2}", "numbers out of order in {} quantifier"),
+    ("[b-a]", "Range out of order in character class"), ("a???", "Nothing to repeat"),
+])
+def test_bad_pattern_gives_ecmascript_reason(pattern, reason):
+    # ECMAScript's own words, not a Python re error (which would also refuse some of them)
+    with pytest.raises(SchemaError, match="Invalid regular expression: /.*/u: %s$" % re.escape(reason)):
+        SchemaValidator({"type": "string", "pattern": pattern})
 
 
 @pytest.mark.parametrize("pattern,reason", [
@@ -439,6 +457,56 @@ def test_strict_refuses_defaults_ajv_would_ignore():
     with pytest.raises(SchemaError, match="default is ignored"):
         SchemaValidator(schema, strict=True).apply_defaults({})
     assert SchemaValidator(schema).apply_defaults({}) == {}
+
+
+@pytest.mark.parametrize("schema", [
+    {"type": "object", "default": {}},
+    {"type": "array", "contains": {"type": "object", "properties": {"a": {"default": 1}}}},
+    {"type": "object", "if": {"type": "object", "minProperties": 1},
+     "then": {"anyOf": [{"type": "object", "properties": {"a": {"default": 1}}}]}},
+    {"type": "object", "if": {"type": "object", "minProperties": 1},
+     "else": {"anyOf": [{"type": "object", "properties": {"a": {"default": 1}}}]}},
+])
+def test_strict_refuses_a_root_default_and_defaults_under_contains_or_in_then_else(schema):
+    with pytest.raises(SchemaError, match="default is ignored"):
+        SchemaValidator(schema, strict=True).apply_defaults({})
+    SchemaValidator(schema).apply_defaults({})
+
+
+def test_defaults_filled_into_a_nested_object_leave_the_given_one_alone():
+    schema = {"type": "object", "properties": {
+        "options": {"type": "object", "properties": {"loud": {"default": False}}}}}
+    given = {"options": {}}
+    out = SchemaValidator(schema).apply_defaults(given)
+    assert out == {"options": {"loud": False}} and given == {"options": {}}
+
+
+def test_defaults_on_an_instance_nested_10000_deep():
+    schema = {"$defs": {"n": {"type": "object", "properties": {"d": {"default": 1}, "k": {"$ref": "#/$defs/n"}}}},
+              "$ref": "#/$defs/n"}
+    deep = {"leaf": "x"}
+    for _ in range(10000):
+        deep = {"k": deep}
+    v = SchemaValidator(schema)
+    out = v.apply_defaults(deep)   # too deep to fill: an unfilled copy, never a half-filled one
+    assert out is not deep and "d" not in out and "d" not in deep
+    a, b, levels = out, deep, 0
+    while "k" in b:   # the copy is whole and shares no object with the instance
+        assert "k" in a and a is not b
+        a, b, levels = a["k"], b["k"], levels + 1
+    assert levels == 10000 and a == {"leaf": "x"} and a is not b
+    assert v.apply_defaults(deep, in_place=True) is deep and deep["d"] == 1   # in place: partly filled
+
+
+def test_multiple_of_needs_a_quotient_below_1e21():
+    # JavaScript's test parses the quotient's text: 1e21 reads "1e+21", parsed as 1
+    v = SchemaValidator({"multipleOf": 1})
+    assert v.is_valid(1e20) and not v.is_valid(1e21) and not v.is_valid(10 ** 21)
+
+
+def test_unique_items_reports_the_last_duplicate_with_the_latest_equal_item():
+    issue = one({"uniqueItems": True}, [[1], [1], [1]])
+    assert issue["params"] == {"i": 2, "j": 1}
 
 
 # ---------------------------------------------------------------------------
