@@ -305,3 +305,16 @@ def test_what_references_or_remotes_do_to_sharing():
     remote = {"http://x/n": {"type": "integer"}}
     with_remotes = [SchemaValidator({"$ref": "http://x/n"}, remotes=remote, shared=shared) for _ in range(2)]
     assert with_remotes[0]._compiled is not with_remotes[1]._compiled   # remotes are not part of the key
+
+
+@pytest.mark.parametrize("a,b", [
+    ({"a": 1, "b": 2}, {"b": 2, "a": 1}),     # key order is issue order
+    ({"const": 1}, {"const": 1.0}),
+    ({"const": 1}, {"const": True}),
+    ({"enum": [1]}, {"enum": [1, 2]}),
+    ({"enum": [1, 2]}, {"enum": [1]}),
+])
+def test_equal_means_same_types_same_order_same_length(a, b):
+    # The shared dict's key is a hash: a colliding one is told apart by this comparison alone
+    assert schema_lite._same(a, b) is False and schema_lite._same(b, a) is False
+    assert schema_lite._same(a, copy.deepcopy(a)) is True
