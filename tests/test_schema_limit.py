@@ -78,3 +78,5 @@ def test_an_instance_too_deep_to_validate():
     assert validator.first_issues(deep, 0) == ([], 1)
     kept, left_out = validator.first_issues(deep, 5)
     assert kept == validator.issues(deep) and [i["keyword"] for i in kept] == ["depth"] and left_out == 0
+    assert kept == [{"instancePath": "", "schemaPath": "#", "keyword": "depth", "params": {},
+                     "message": "instance is nested too deeply to validate"}]

@@ -361,6 +361,22 @@ def test_quantifiers_ecmascript_takes(pattern, text):
 def test_formats(fmt, good, bad):
     v = SchemaValidator({"format": fmt})
     assert v.is_valid(good) and not v.is_valid(bad)
+
+
+@pytest.mark.parametrize("fmt,good,bad", [
+    ("date", "2000-02-29", "1900-02-29"),        # a century is a leap year only when divisible by 400
+    ("date", "2024-01-01", "2024-01-00"),
+    ("time", "23:59:60Z", "10:00:60Z"),          # a leap second only at 23:59:60 UTC
+    ("time", "10:00:00+23:59", "10:00:00+24:00"),
+    ("hostname", ("a" * 63 + ".") * 3 + "a" * 61, ("a" * 63 + ".") * 3 + "a" * 62),   # 253 characters at most
+    ("email", "k@example.com", "\u212a@example.com"),   # KELVIN SIGN: no ASCII letter, though Python's re.I folds it to "k"
+    ("hostname", "s.com", "\u017f.com"),          # LATIN SMALL LETTER LONG S folds to "s" likewise
+    ("regex", "a\\z", "a\\Z"),                   # ajv-formats refuses a pattern with \Z in it
+    ("byte", "!!\naGk=", "!!\n??"),               # tested line by line: one well-formed line is enough
+])
+def test_format_edges(fmt, good, bad):
+    v = SchemaValidator({"format": fmt})
+    assert v.is_valid(good) and not v.is_valid(bad)
     assert v.is_valid(5)
 
 
