@@ -318,3 +318,9 @@ def test_equal_means_same_types_same_order_same_length(a, b):
     # The shared dict's key is a hash: a colliding one is told apart by this comparison alone
     assert schema_lite._same(a, b) is False and schema_lite._same(b, a) is False
     assert schema_lite._same(a, copy.deepcopy(a)) is True
+
+
+def test_a_lazy_validator_keeps_its_checker_after_first_use():
+    v = SchemaValidator({"maxLength": 2}, lazy=True)
+    assert v._check is None and v.is_valid("abc") is False
+    assert v._check is v._compiled.check is not None   # later calls take no lock

@@ -514,6 +514,35 @@ def test_defaults_on_an_instance_nested_10000_deep():
     assert v.apply_defaults(deep, in_place=True) is deep and deep["d"] == 1   # in place: partly filled
 
 
+def test_defaults_under_pattern_properties_dependent_schemas_and_prefix_items():
+    schema = {"type": "object",
+              "patternProperties": {"^p": {"type": "object", "properties": {"x": {"default": 1}}}},
+              "additionalProperties": {"type": "object", "properties": {"y": {"default": 2}}},
+              "dependentSchemas": {"d": {"properties": {"z": {"default": 3}}}},
+              "properties": {"list": {"type": "array",
+                                      "prefixItems": [{"type": "object", "properties": {"f": {"default": 0}}}],
+                                      "items": {"type": "object", "properties": {"r": {"default": 9}}}}}}
+    v = SchemaValidator(schema)
+    # a key a pattern matches is not additional; items fills only the items after prefixItems
+    assert v.apply_defaults({"p1": {}, "other": {}, "list": [{}, {}]}) == {
+        "p1": {"x": 1}, "other": {"y": 2}, "list": [{"f": 0}, {"r": 9}]}
+    assert v.apply_defaults({"d": 1}) == {"d": 1, "z": 3}   # a dependent schema only when its property is there
+
+
+def test_numbers_in_messages_read_as_javascript_prints_them():
+    assert one({"maximum": 1e20}, 2e20)["message"] == "must be <= 100000000000000000000"
+    assert one({"minimum": 1e-6}, 0)["message"] == "must be >= 0.000001"
+    assert one({"minimum": 1e-7}, 0)["message"] == "must be >= 1e-7"
+    limit = one({"maximum": 1e300}, 1e301)["params"]["limit"]
+    assert limit == 1e300 and type(limit) is float   # beyond 2 ** 53 a double stays a double
+
+
+def test_unique_items_of_non_finite_floats_answers():
+    # no JSON value, but a caller's Python value: an answer, never an OverflowError
+    assert SchemaValidator({"uniqueItems": True}).is_valid([float("inf"), float("inf")]) is False
+    assert SchemaValidator({"uniqueItems": True}).is_valid([float("inf"), float("-inf")]) is True
+
+
 def test_multiple_of_needs_a_quotient_below_1e21():
     # JavaScript's test parses the quotient's text: 1e21 reads "1e+21", parsed as 1
     v = SchemaValidator({"multipleOf": 1})
