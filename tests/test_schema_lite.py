@@ -724,6 +724,28 @@ def test_compiles_each_pattern_once(monkeypatch):
     assert len(calls) == 1
 
 
+def test_a_dynamic_scope_on_a_thread_that_never_validated():
+    # Each thread keeps its own dynamic scope: the first call on a new thread must set it up
+    import threading
+    schema = {"$id": "https://example.com/tree", "$dynamicAnchor": "node", "type": "object",
+              "if": {"$id": "https://example.com/cond", "type": "object"},   # run by the defaults walk, in scope
+              "then": {"properties": {"a": {"default": 1}}},
+              "properties": {"k": {"$dynamicRef": "#node"}}}
+    out = []
+
+    def work(first):
+        v = SchemaValidator(schema)
+        try:
+            out.append(v.apply_defaults({}) if first == "defaults" else v.issues({"k": 1})[0]["instancePath"])
+        except Exception as exc:
+            out.append(repr(exc))
+    for first in ("defaults", "issues"):
+        t = threading.Thread(target=work, args=(first,))
+        t.start()
+        t.join(10)
+    assert out == [{"a": 1}, "/k"]
+
+
 def test_validator_is_thread_safe_and_reusable():
     import threading
     v = SchemaValidator({"properties": {"n": {"type": "integer"}}, "required": ["n"]})
