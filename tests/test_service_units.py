@@ -1336,6 +1336,26 @@ def test_a_good_configuration():
     assert kpm.Limits.head == 10.0, "a test setting changed the shipped limits"
 
 
+def test_a_port_is_at_most_65535():
+    config, problems = kpm.read_config([], {"KINDGI_PACK_SERVICE_TOKEN": "t", "PORT": "65535"})
+    assert (config.port, problems) == (65535, [])
+    _, problems = kpm.read_config([], {"KINDGI_PACK_SERVICE_TOKEN": "t", "PORT": "65536"})
+    assert problems == ['PORT must be a port number, got "65536"']
+
+
+def test_a_flag_is_not_taken_for_the_value_of_the_one_before():
+    config, problems = kpm.read_config(["--index", "--check", "--host", "--module-root", "-x"],
+                                       {"KINDGI_PACK_SERVICE_TOKEN": "t"})
+    assert problems == ["--index needs a path", "--host needs an address"]
+    assert (config.check_only, config.index_path, config.host, config.module_root) == (
+        True, "/app/index.json", "", "-x")
+
+
+@pytest.mark.parametrize("argv, action", [(["--version", "--help"], "version"), (["-h", "--version"], "help")])
+def test_the_first_of_help_and_version_is_answered(argv, action):
+    assert kpm.read_config(argv, {})[0].action == action
+
+
 def test_numbers_of_any_length_are_read_without_converting_them():
     # Python 3.11+ refuses to convert 4,300 digits or more: a traceback at boot before this.
     many = "9" * 5000
@@ -1488,6 +1508,14 @@ def test_a_mistyped_field_is_refused_even_when_it_is_falsy(field, value):
         kpm.Index(index_bytes(**{field: value}))
     assert field in str(caught.value)
     assert kpm.Index(index_bytes(artifactVersion=None, env={"required": None})).artifact_version == ""
+
+
+def test_an_empty_check_id_is_the_entry_id_and_an_empty_env_name_is_refused():
+    guardrail = {"id": "g", "checkId": "", "checkModulePath": "checks/g.py"}
+    assert [c.check_id for c in kpm.Index(index_bytes(guardrails=[guardrail])).checks] == ["g"]
+    with pytest.raises(kpm.IndexProblem) as caught:
+        kpm.Index(index_bytes(env={"optional": ["A", ""]}))
+    assert str(caught.value) == "Index field env.optional must be an array of names"
 
 
 def test_an_artifact_version_may_hold_inner_spaces():
