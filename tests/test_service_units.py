@@ -19,6 +19,8 @@ import re
 import socket
 import subprocess
 import sys
+import threading
+import time
 import uuid
 
 import pytest
@@ -1453,6 +1455,54 @@ def test_a_handoff_variable_that_names_no_descriptor_is_ignored(value):
 
 def test_a_handed_over_index_past_a_c_int_is_a_problem_not_a_traceback():
     assert kpm.read_handed_index(1 << 70, "00").startswith("Cannot read the pack index handed over by the first image: ")
+
+
+def test_a_handoff_the_pipe_took_only_in_part_is_not_handed_over(monkeypatch):
+    write = os.write
+    monkeypatch.setattr(kpm.os, "write", lambda fd, data: write(fd, data[:10]))
+    before = sorted(os.listdir("/proc/self/fd"))
+    assert kpm.write_handoff({"digest": "00", "length": 3, "dropped": []}) is None
+    assert sorted(os.listdir("/proc/self/fd")) == before
+
+
+def test_a_handoff_variable_that_names_a_file_is_ignored_and_left_open(tmp_path):
+    """Only a pipe whose writer is gone is a hand-off: a file holding one's text is not."""
+    named = tmp_path / "handoff"
+    named.write_text(json.dumps({"digest": "00", "length": 3, "dropped": []}))
+    with open(str(named), "rb") as f:
+        assert kpm.receive_handoff({kpm.HANDOFF_VAR: str(f.fileno())}) is None
+        os.fstat(f.fileno())   # left open: it is not the service's
+
+
+def test_an_index_on_a_pipe_may_come_slowly_as_long_as_bytes_keep_coming(tmp_path):
+    """``silence`` is the longest wait between two pieces, not for the whole index."""
+    fifo = str(tmp_path / "index")
+    os.mkfifo(fifo)
+
+    def writer():
+        with open(fifo, "wb", buffering=0) as f:
+            for piece in (b'{"v": ', b'1, ', b'"packId": ', b'"p"}'):
+                f.write(piece)
+                time.sleep(0.15)
+    thread = threading.Thread(target=writer)
+    thread.start()
+    try:
+        assert kpm.read_stream(fifo, 0.4) == b'{"v": 1, "packId": "p"}'
+    finally:
+        thread.join(5)
+
+
+def test_an_entry_module_missing_twice_is_named_once_and_a_look_alike_root_is_outside(tmp_path):
+    index = kpm.Index(index_bytes(tools=[{"id": "a", "modulePath": "t.py"}, {"id": "b", "modulePath": "t.py"}],
+                                  guardrails=[{"id": "g", "checkModulePath": "t.py"}]))
+    assert kpm.Pack(index, str(tmp_path), None).missing_modules() == ["Missing module: t.py"]
+    (tmp_path / "app").mkdir()
+    (tmp_path / "app2").mkdir()
+    (tmp_path / "app2" / "t.py").write_text("")
+    os.symlink(str(tmp_path / "app2" / "t.py"), str(tmp_path / "app" / "t.py"))
+    real_root = os.path.realpath(str(tmp_path / "app"))
+    assert kpm.outside_root(str(tmp_path / "app" / "t.py"), real_root) == os.path.join(real_root + "2", "t.py")
+    assert kpm.outside_root(real_root, real_root) is None
 
 
 def test_a_handoff_too_large_to_hand_over_is_not_written():
