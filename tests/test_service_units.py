@@ -1568,6 +1568,44 @@ def test_an_empty_check_id_is_the_entry_id_and_an_empty_env_name_is_refused():
     assert str(caught.value) == "Index field env.optional must be an array of names"
 
 
+@pytest.mark.parametrize("fields, problem", [
+    ({"packId": None}, "Index field packId is missing"),
+    ({"packVersion": ""}, "Index field packVersion must be a non-empty string"),
+    ({"packId": 7}, "Index field packId must be a non-empty string"),
+    ({"tools": {}}, "Index field tools must be an array"),
+    ({"guardrails": "g"}, "Index field guardrails must be an array"),
+    ({"env": []}, "Index field env must be an object"),
+    ({"tools": [{"id": "t", "modulePath": "t.py"}, "t"]}, "Index field tools[1] must be an object"),
+    ({"tools": [{"modulePath": "t.py"}]}, "Index field tools[0].id is missing"),
+    ({"tools": [{"id": "t"}]}, "Index field tools[0].modulePath is missing"),
+    ({"tools": [{"id": "t", "modulePath": "t.py", "version": 1}]}, "Index field tools[0].version must be a string"),
+    ({"guardrails": [None]}, "Index field guardrails[0] must be an object"),
+    ({"guardrails": [{"id": "g"}]}, "Index field guardrails[0].checkModulePath is missing"),
+    ({"guardrails": [{"id": "g", "checkModulePath": "g.py", "checkId": 1}]},
+     "Index field guardrails[0].checkId must be a non-empty string"),
+])
+def test_each_index_problem_names_its_field(fields, problem):
+    with pytest.raises(kpm.IndexProblem) as caught:
+        kpm.Index(index_bytes(**fields))
+    assert str(caught.value) == problem
+
+
+@pytest.mark.parametrize("raw, problem", [(b"[]", "The pack index must be a JSON object"),
+                                          (b'{"v": 1.5}', "Index envelope v1.5 is not v1"),
+                                          (b"\xff", "The pack index is not valid JSON: ")])
+def test_an_index_that_is_no_v1_object_is_refused(raw, problem):
+    with pytest.raises(kpm.IndexProblem) as caught:
+        kpm.Index(raw)
+    assert str(caught.value).startswith(problem)
+
+
+def test_an_index_entry_keeps_its_version_and_an_empty_one():
+    tools = [{"id": "t", "modulePath": "t.py", "version": ""}, {"id": "t", "modulePath": "t.py", "version": "2"},
+             {"id": "u", "modulePath": "u.py"}]
+    assert [(t.id, t.version) for t in kpm.Index(index_bytes(tools=tools)).tools] == [
+        ("t", ""), ("t", "2"), ("u", None)]
+
+
 def test_an_artifact_version_may_hold_inner_spaces():
     assert kpm.Index(index_bytes(artifactVersion="build 7 (x)")).artifact_version == "build 7 (x)"
 
