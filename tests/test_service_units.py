@@ -1505,6 +1505,18 @@ def test_an_entry_module_missing_twice_is_named_once_and_a_look_alike_root_is_ou
     assert kpm.outside_root(real_root, real_root) is None
 
 
+@pytest.mark.parametrize("fields", [{"index": "3", "indexDigest": "00"}, {"index": 3, "indexDigest": "x"},
+                                    {"index": 3}, {"length": "3"}, {"dropped": "A"}, {"digest": "0"}])
+def test_a_handoff_with_a_mistyped_field_is_ignored(fields):
+    """A descriptor given as text reached os.fstat at boot: a traceback."""
+    handoff = dict({"digest": "00", "length": 3, "dropped": []}, **fields)
+    read_end = kpm.write_handoff(handoff)
+    try:
+        assert kpm.receive_handoff({kpm.HANDOFF_VAR: str(read_end)}) is None
+    finally:
+        os.close(read_end)
+
+
 def test_a_handoff_too_large_to_hand_over_is_not_written():
     before = sorted(os.listdir("/proc/self/fd"))
     assert kpm.write_handoff({"dropped": ["N" * 1000] * 1100}) is None
