@@ -1338,6 +1338,12 @@ def test_a_good_configuration():
     assert kpm.Limits.head == 10.0, "a test setting changed the shipped limits"
 
 
+@pytest.mark.parametrize("entry", ["head=0", "body=-1", "connections=0", "gc=no", "nothing=1"])
+def test_a_test_setting_must_be_known_and_positive(entry):
+    assert kpm.read_test_settings(entry, kpm.Config()) == (
+        'KINDGI_PACK_MIN_TEST: "%s" is not a test setting this service knows' % entry)
+
+
 def test_a_port_is_at_most_65535():
     config, problems = kpm.read_config([], {"KINDGI_PACK_SERVICE_TOKEN": "t", "PORT": "65535"})
     assert (config.port, problems) == (65535, [])
