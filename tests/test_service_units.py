@@ -1344,6 +1344,14 @@ def test_a_test_setting_must_be_known_and_positive(entry):
         'KINDGI_PACK_MIN_TEST: "%s" is not a test setting this service knows' % entry)
 
 
+def test_the_index_argument_wins_over_the_variable_wherever_it_stands():
+    environ = {"KINDGI_PACK_SERVICE_TOKEN": "t", "KINDGI_PACK_INDEX": "/from-env/index.json"}
+    for argv in (["--index", "/x/index.json", "--host", "h"], ["--host=h", "--index=/x/index.json", "--check"]):
+        config, problems = kpm.read_config(argv, environ)
+        assert (config.index_path, config.module_root, problems) == ("/x/index.json", "/x", [])
+    assert kpm.read_config(["--host", "h"], environ)[0].index_path == "/from-env/index.json"
+
+
 def test_a_port_is_at_most_65535():
     config, problems = kpm.read_config([], {"KINDGI_PACK_SERVICE_TOKEN": "t", "PORT": "65535"})
     assert (config.port, problems) == (65535, [])
