@@ -1488,6 +1488,11 @@ def test_a_handoff_variable_that_names_a_file_is_ignored_and_left_open(tmp_path)
         os.fstat(f.fileno())   # left open: it is not the service's
 
 
+def test_an_index_that_is_a_folder_is_a_problem_naming_it(tmp_path):
+    assert kpm.read_index(str(tmp_path), 1.0) == (
+        "Cannot read the pack index: [Errno 21] Is a directory: %s" % repr(str(tmp_path)))
+
+
 def test_an_index_on_a_pipe_may_come_slowly_as_long_as_bytes_keep_coming(tmp_path):
     """``silence`` is the longest wait between two pieces, not for the whole index."""
     fifo = str(tmp_path / "index")
