@@ -19,6 +19,8 @@ import re
 import socket
 import subprocess
 import sys
+import threading
+import time
 import uuid
 
 import pytest
@@ -1336,6 +1338,40 @@ def test_a_good_configuration():
     assert kpm.Limits.head == 10.0, "a test setting changed the shipped limits"
 
 
+@pytest.mark.parametrize("entry", ["head=0", "body=-1", "connections=0", "gc=no", "nothing=1"])
+def test_a_test_setting_must_be_known_and_positive(entry):
+    assert kpm.read_test_settings(entry, kpm.Config()) == (
+        'KINDGI_PACK_MIN_TEST: "%s" is not a test setting this service knows' % entry)
+
+
+def test_the_index_argument_wins_over_the_variable_wherever_it_stands():
+    environ = {"KINDGI_PACK_SERVICE_TOKEN": "t", "KINDGI_PACK_INDEX": "/from-env/index.json"}
+    for argv in (["--index", "/x/index.json", "--host", "h"], ["--host=h", "--index=/x/index.json", "--check"]):
+        config, problems = kpm.read_config(argv, environ)
+        assert (config.index_path, config.module_root, problems) == ("/x/index.json", "/x", [])
+    assert kpm.read_config(["--host", "h"], environ)[0].index_path == "/from-env/index.json"
+
+
+def test_a_port_is_at_most_65535():
+    config, problems = kpm.read_config([], {"KINDGI_PACK_SERVICE_TOKEN": "t", "PORT": "65535"})
+    assert (config.port, problems) == (65535, [])
+    _, problems = kpm.read_config([], {"KINDGI_PACK_SERVICE_TOKEN": "t", "PORT": "65536"})
+    assert problems == ['PORT must be a port number, got "65536"']
+
+
+def test_a_flag_is_not_taken_for_the_value_of_the_one_before():
+    config, problems = kpm.read_config(["--index", "--check", "--host", "--module-root", "-x"],
+                                       {"KINDGI_PACK_SERVICE_TOKEN": "t"})
+    assert problems == ["--index needs a path", "--host needs an address"]
+    assert (config.check_only, config.index_path, config.host, config.module_root) == (
+        True, "/app/index.json", "", "-x")
+
+
+@pytest.mark.parametrize("argv, action", [(["--version", "--help"], "version"), (["-h", "--version"], "help")])
+def test_the_first_of_help_and_version_is_answered(argv, action):
+    assert kpm.read_config(argv, {})[0].action == action
+
+
 def test_numbers_of_any_length_are_read_without_converting_them():
     # Python 3.11+ refuses to convert 4,300 digits or more: a traceback at boot before this.
     many = "9" * 5000
@@ -1435,6 +1471,71 @@ def test_a_handed_over_index_past_a_c_int_is_a_problem_not_a_traceback():
     assert kpm.read_handed_index(1 << 70, "00").startswith("Cannot read the pack index handed over by the first image: ")
 
 
+def test_a_handoff_the_pipe_took_only_in_part_is_not_handed_over(monkeypatch):
+    write = os.write
+    monkeypatch.setattr(kpm.os, "write", lambda fd, data: write(fd, data[:10]))
+    before = sorted(os.listdir("/proc/self/fd"))
+    assert kpm.write_handoff({"digest": "00", "length": 3, "dropped": []}) is None
+    assert sorted(os.listdir("/proc/self/fd")) == before
+
+
+def test_a_handoff_variable_that_names_a_file_is_ignored_and_left_open(tmp_path):
+    """Only a pipe whose writer is gone is a hand-off: a file holding one's text is not."""
+    named = tmp_path / "handoff"
+    named.write_text(json.dumps({"digest": "00", "length": 3, "dropped": []}))
+    with open(str(named), "rb") as f:
+        assert kpm.receive_handoff({kpm.HANDOFF_VAR: str(f.fileno())}) is None
+        os.fstat(f.fileno())   # left open: it is not the service's
+
+
+def test_an_index_that_is_a_folder_is_a_problem_naming_it(tmp_path):
+    assert kpm.read_index(str(tmp_path), 1.0) == (
+        "Cannot read the pack index: [Errno 21] Is a directory: %s" % repr(str(tmp_path)))
+
+
+def test_an_index_on_a_pipe_may_come_slowly_as_long_as_bytes_keep_coming(tmp_path):
+    """``silence`` is the longest wait between two pieces, not for the whole index."""
+    fifo = str(tmp_path / "index")
+    os.mkfifo(fifo)
+
+    def writer():
+        with open(fifo, "wb", buffering=0) as f:
+            for piece in (b'{"v": ', b'1, ', b'"packId": ', b'"p"}'):
+                f.write(piece)
+                time.sleep(0.15)
+    thread = threading.Thread(target=writer)
+    thread.start()
+    try:
+        assert kpm.read_stream(fifo, 0.4) == b'{"v": 1, "packId": "p"}'
+    finally:
+        thread.join(5)
+
+
+def test_an_entry_module_missing_twice_is_named_once_and_a_look_alike_root_is_outside(tmp_path):
+    index = kpm.Index(index_bytes(tools=[{"id": "a", "modulePath": "t.py"}, {"id": "b", "modulePath": "t.py"}],
+                                  guardrails=[{"id": "g", "checkModulePath": "t.py"}]))
+    assert kpm.Pack(index, str(tmp_path), None).missing_modules() == ["Missing module: t.py"]
+    (tmp_path / "app").mkdir()
+    (tmp_path / "app2").mkdir()
+    (tmp_path / "app2" / "t.py").write_text("")
+    os.symlink(str(tmp_path / "app2" / "t.py"), str(tmp_path / "app" / "t.py"))
+    real_root = os.path.realpath(str(tmp_path / "app"))
+    assert kpm.outside_root(str(tmp_path / "app" / "t.py"), real_root) == os.path.join(real_root + "2", "t.py")
+    assert kpm.outside_root(real_root, real_root) is None
+
+
+@pytest.mark.parametrize("fields", [{"index": "3", "indexDigest": "00"}, {"index": 3, "indexDigest": "x"},
+                                    {"index": 3}, {"length": "3"}, {"dropped": "A"}, {"digest": "0"}])
+def test_a_handoff_with_a_mistyped_field_is_ignored(fields):
+    """A descriptor given as text reached os.fstat at boot: a traceback."""
+    handoff = dict({"digest": "00", "length": 3, "dropped": []}, **fields)
+    read_end = kpm.write_handoff(handoff)
+    try:
+        assert kpm.receive_handoff({kpm.HANDOFF_VAR: str(read_end)}) is None
+    finally:
+        os.close(read_end)
+
+
 def test_a_handoff_too_large_to_hand_over_is_not_written():
     before = sorted(os.listdir("/proc/self/fd"))
     assert kpm.write_handoff({"dropped": ["N" * 1000] * 1100}) is None
@@ -1488,6 +1589,52 @@ def test_a_mistyped_field_is_refused_even_when_it_is_falsy(field, value):
         kpm.Index(index_bytes(**{field: value}))
     assert field in str(caught.value)
     assert kpm.Index(index_bytes(artifactVersion=None, env={"required": None})).artifact_version == ""
+
+
+def test_an_empty_check_id_is_the_entry_id_and_an_empty_env_name_is_refused():
+    guardrail = {"id": "g", "checkId": "", "checkModulePath": "checks/g.py"}
+    assert [c.check_id for c in kpm.Index(index_bytes(guardrails=[guardrail])).checks] == ["g"]
+    with pytest.raises(kpm.IndexProblem) as caught:
+        kpm.Index(index_bytes(env={"optional": ["A", ""]}))
+    assert str(caught.value) == "Index field env.optional must be an array of names"
+
+
+@pytest.mark.parametrize("fields, problem", [
+    ({"packId": None}, "Index field packId is missing"),
+    ({"packVersion": ""}, "Index field packVersion must be a non-empty string"),
+    ({"packId": 7}, "Index field packId must be a non-empty string"),
+    ({"tools": {}}, "Index field tools must be an array"),
+    ({"guardrails": "g"}, "Index field guardrails must be an array"),
+    ({"env": []}, "Index field env must be an object"),
+    ({"tools": [{"id": "t", "modulePath": "t.py"}, "t"]}, "Index field tools[1] must be an object"),
+    ({"tools": [{"modulePath": "t.py"}]}, "Index field tools[0].id is missing"),
+    ({"tools": [{"id": "t"}]}, "Index field tools[0].modulePath is missing"),
+    ({"tools": [{"id": "t", "modulePath": "t.py", "version": 1}]}, "Index field tools[0].version must be a string"),
+    ({"guardrails": [None]}, "Index field guardrails[0] must be an object"),
+    ({"guardrails": [{"id": "g"}]}, "Index field guardrails[0].checkModulePath is missing"),
+    ({"guardrails": [{"id": "g", "checkModulePath": "g.py", "checkId": 1}]},
+     "Index field guardrails[0].checkId must be a non-empty string"),
+])
+def test_each_index_problem_names_its_field(fields, problem):
+    with pytest.raises(kpm.IndexProblem) as caught:
+        kpm.Index(index_bytes(**fields))
+    assert str(caught.value) == problem
+
+
+@pytest.mark.parametrize("raw, problem", [(b"[]", "The pack index must be a JSON object"),
+                                          (b'{"v": 1.5}', "Index envelope v1.5 is not v1"),
+                                          (b"\xff", "The pack index is not valid JSON: ")])
+def test_an_index_that_is_no_v1_object_is_refused(raw, problem):
+    with pytest.raises(kpm.IndexProblem) as caught:
+        kpm.Index(raw)
+    assert str(caught.value).startswith(problem)
+
+
+def test_an_index_entry_keeps_its_version_and_an_empty_one():
+    tools = [{"id": "t", "modulePath": "t.py", "version": ""}, {"id": "t", "modulePath": "t.py", "version": "2"},
+             {"id": "u", "modulePath": "u.py"}]
+    assert [(t.id, t.version) for t in kpm.Index(index_bytes(tools=tools)).tools] == [
+        ("t", ""), ("t", "2"), ("u", None)]
 
 
 def test_an_artifact_version_may_hold_inner_spaces():

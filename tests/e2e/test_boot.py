@@ -332,6 +332,22 @@ def test_every_missing_module_is_a_problem(launcher, tmp_path):
         "Missing module: tools/a.py", "Missing module: tools/deep/b.py", "Missing module: checks/c.py"]
 
 
+def test_missing_modules_stop_the_boot_before_the_env_is_reported_and_the_env_before_imports(launcher, tmp_path):
+    """A missing variable often explains an import failure: it is reported before the imports,
+    but only once every module is there."""
+    pack = echo_pack(tmp_path)
+    pack.env = {"required": ["NEVER_SET_VAR"], "optional": []}
+    pack.tool("a", "tools/a.py")
+    code, service = launcher.run(["--index", pack.write()])
+    assert code == 1 and [r["problems"] for r in service.records_of("boot-failed")] == [["Missing module: tools/a.py"]]
+    assert not service.records_of("missing-env"), service.raw_stderr
+    pack.module("tools/a.py", "raise ImportError('needs NEVER_SET_VAR')\n")
+    code, service = launcher.run(["--index", pack.write()])
+    events = [r.get("event") for r in service.records]
+    assert code == 1 and "missing-env" in events and "boot-failed" in events, service.raw_stderr
+    assert events.index("missing-env") < events.index("boot-failed")
+
+
 def test_a_module_path_holding_a_nul_is_missing(launcher, tmp_path):
     # Python 3.6 and 3.7 raise ValueError for a NUL in a path: a traceback at boot before.
     pack = echo_pack(tmp_path)

@@ -217,6 +217,12 @@ def test_http10_keep_alive_is_said_in_the_answer(service):
     assert closed
 
 
+def test_http11_closes_when_close_is_one_of_the_connection_options(service):
+    answers, closed = answers_to(service, b"GET /healthz HTTP/1.1\r\nHost: a\r\nConnection: TE, Close\r\n\r\n"
+                                          b"GET /healthz HTTP/1.1\r\nHost: a\r\n\r\n")
+    assert [(a.status, a.header("connection")) for a in answers] == [(200, "close")] and closed
+
+
 def test_an_absolute_form_target_is_routed_by_its_path(service):
     """RFC 9112 section 3.2.2: a server takes ``http://host/path`` as a target (a proxy sends it)."""
     answers, _ = answers_to(service, get("http://pack.internal:8080/v1/info?x=1")
@@ -379,6 +385,11 @@ def test_100_continue_only_to_http11_and_only_for_a_body_that_is_taken(service):
                            b"content-length: %d\r\n\r\n" % (MAX_BODY + 1))
     assert raw.startswith(b"HTTP/1.1 413 ") and b"100 Continue" not in raw, raw[:100]
     raw, _ = fuzz.exchange(service.port, invoke(headers=expect))
+    assert raw.startswith(b"HTTP/1.1 100 Continue\r\n\r\nHTTP/1.1 200 "), raw[:100]
+
+
+def test_the_expectation_is_read_in_any_case(service):
+    raw, _ = fuzz.exchange(service.port, invoke(headers=[("Expect", "100-Continue")]))
     assert raw.startswith(b"HTTP/1.1 100 Continue\r\n\r\nHTTP/1.1 200 "), raw[:100]
 
 
