@@ -4490,7 +4490,9 @@ def main(argv=None):
     lifecycle.take_back_signals()
     if config.check_only:
         lifecycle.checking = False   # done: a signal from now on stops a check that passed
-        records.write("info", "The pack boots: %d tools, %d checks" % (len(pack.index.tools), len(pack.index.checks)),
+        tools, checks = len(pack.index.tools), len(pack.index.checks)
+        records.write("info", "The pack boots: %d tool%s, %d check%s" % (tools, "" if tools == 1 else "s",
+                                                                      checks, "" if checks == 1 else "s"),
                       event="check-passed", always=True)
         leave(0, config.limits)
     service = PackService(config, records, pack, kindgi, missing)

@@ -56,6 +56,7 @@ def test_check_imports_everything_and_exits_0_without_listening(launcher, tmp_pa
     assert checked.records_of("listening") == []
     assert checked.records_of("boot-failed") == [] and checked.records_of("config-invalid") == []
     assert (tmp_path / "tools" / "imported.log").read_text() == "imported\n"
+    assert checked.wait_record("check-passed")["message"] == "The pack boots: 1 tool, 1 check"
 
 
 def test_check_never_binds_its_port(launcher, tmp_path):
