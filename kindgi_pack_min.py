@@ -4469,8 +4469,10 @@ def main(argv=None):
     # Signals are still held here: one that comes while the secrets are hidden waits, and across
     # a re-exec it waits for the new image, which acts on it (a held signal survives execve).
     lifecycle.checking = config.check_only
-    raw = read_index(config.index_path, config.limits.silence) if config.handed_index is None \
-        else read_handed_index(*config.handed_index)
+    if config.handed_index is None:
+        raw = read_index(config.index_path, config.limits.silence)
+    else:   # the re-executed image: what the first one read from a pipe
+        raw = read_handed_index(*config.handed_index)
     if raw is None:   # a stop signal came while the index was awaited: the lifecycle thread acts on it and exits
         lifecycle.take_signals(records)
         lifecycle.thread.join()
