@@ -940,7 +940,7 @@ class Config:
         self.max_connections = MAX_CONNECTIONS
         self.collect_garbage = True
         self.dropped = None          # the env filter's names, when a first image already hid them
-        self.handed_index = None     # (descriptor, SHA-256 hex) of the index a first image read from a pipe
+        self.handed_index = None     # (descriptor, SHA-256 hex) of the index the first image read
 
 
 def read_log_config(environ, config):
@@ -1069,8 +1069,7 @@ def read_config(argv, environ, handoff=None):
     else:
         config.token = TokenCheck(bytes.fromhex(handoff["digest"]), handoff["length"])
         config.dropped = handoff["dropped"]
-        if "index" in handoff:
-            config.handed_index = (handoff["index"], handoff["indexDigest"])
+        config.handed_index = (handoff["index"], handoff["indexDigest"])
     port = environ.get("PORT")
     if port is not None:
         number = read_decimal(port)
@@ -1117,8 +1116,8 @@ def read_config(argv, environ, handoff=None):
 # Where that can't be done (a sandbox that refuses /proc/self/mem, no such
 # /proc fields), the interpreter re-executes itself with the clean
 # environment; the digest travels over an inherited pipe, read and closed
-# before any pack module loads, and so does an index read from a pipe (in an
-# anonymous file): the new image would find the pipe empty.
+# before any pack module loads, and so do the index's bytes (in an anonymous
+# file): the new image would find a pipe empty, or a file replaced.
 # ---------------------------------------------------------------------------
 
 TOKEN_VAR = "KINDGI_PACK_SERVICE_TOKEN"
@@ -1291,19 +1290,15 @@ def interpreter_flags():
     return args
 
 
-def hand_over_index(path, raw):
-    """A descriptor the re-executed image inherits, holding ``raw`` (the index's bytes), or None
-    when ``path`` is a regular file, which the new image reads again.
+def hand_over_index(raw):
+    """A descriptor the re-executed image inherits, holding ``raw`` (the index's bytes).
 
-    A pipe or a device (``--index <(...)``, a named pipe, /dev/stdin) gave its bytes to this
-    image only: they go into an anonymous in-memory file (where there is none, before Python
-    3.8 or in a sandbox that refuses it, an unlinked temporary file).  Raises OSError.
+    The new image serves the very bytes this one read and checked: a pipe or a device
+    (``--index <(...)``, a named pipe, /dev/stdin) gave them to this image only, and a file
+    could be replaced between the two reads.  They go into an anonymous in-memory file (where
+    there is none, before Python 3.8 or in a sandbox that refuses it, an unlinked temporary
+    file).  Raises OSError.
     """
-    try:
-        if stat.S_ISREG(os.stat(path).st_mode):
-            return None
-    except OSError:
-        pass   # gone since it was read (a named pipe removed): its bytes are handed over
     try:
         f = open(os.memfd_create("kindgi-pack-index"), "wb")
     except (AttributeError, OSError):
@@ -1389,21 +1384,20 @@ def hide_secrets(config, argv, records, raw):
         return dropped, raw   # an index that can't be read fails the boot before any pack code loads
     handoff = dict(config.token.handoff(), dropped=dropped)
     try:
-        index_fd = hand_over_index(config.index_path, raw)
+        index_fd = hand_over_index(raw)
     except OSError as exc:
         return dropped, "Cannot hand the pack index over to the re-executed service: %s" % exc
-    if index_fd is not None:
-        handoff.update(index=index_fd, indexDigest=sha256(raw).hexdigest())
+    handoff.update(index=index_fd, indexDigest=sha256(raw).hexdigest())
     reexec_with(handoff, argv)
-    if index_fd is not None:
-        os.close(index_fd)
+    os.close(index_fd)
     records.write("warn", "Could not hide the token: /proc/self/environ can't be cleaned here and "
                   "re-executing the interpreter failed", event="token-exposed", always=True)
     return dropped, raw
 
 
 def receive_handoff(environ):
-    """In the re-executed image: the token's digest and what the filter dropped, else None.
+    """In the re-executed image: the token's digest, what the filter dropped and the index's
+    copy, else None.
 
     The hand-off is a pipe whose writer closed before the exec: it reads to its end at once.
     A variable set from outside that names anything else (a terminal, a pipe a writer still
@@ -1431,12 +1425,10 @@ def receive_handoff(environ):
                 return None
         handoff = json.loads(b"".join(chunks).decode("utf-8"))
         bytes.fromhex(handoff["digest"])
-        if not (isinstance(handoff["length"], int) and isinstance(handoff["dropped"], list)):
+        bytes.fromhex(handoff["indexDigest"])
+        if not (isinstance(handoff["length"], int) and isinstance(handoff["dropped"], list)
+                and isinstance(handoff["index"], int)):
             return None
-        if "index" in handoff:
-            bytes.fromhex(handoff["indexDigest"])
-            if not isinstance(handoff["index"], int):
-                return None
         os.close(fd)
         return handoff
     except (ValueError, OSError, OverflowError, KeyError, TypeError):   # OverflowError: past a C int
@@ -4471,7 +4463,7 @@ def main(argv=None):
     lifecycle.checking = config.check_only
     if config.handed_index is None:
         raw = read_index(config.index_path, config.limits.silence)
-    else:   # the re-executed image: what the first one read from a pipe
+    else:   # the re-executed image: the bytes the first one read
         raw = read_handed_index(*config.handed_index)
     if raw is None:   # a stop signal came while the index was awaited: the lifecycle thread acts on it and exits
         lifecycle.take_signals(records)

@@ -1393,35 +1393,32 @@ def test_the_id_no_tenant_has_is_refused():
 
 def test_a_handoff_brings_the_digest_not_the_token():
     check = kpm.TokenCheck(kpm.sha256(b"tok").digest(), 3)
-    config, problems = kpm.read_config([], {}, dict(check.handoff(), dropped=["A"]))
+    config, problems = kpm.read_config([], {}, dict(check.handoff(), dropped=["A"], index=7, indexDigest="00"))
     assert problems == [] and config.token.matches("tok") and config.dropped == ["A"]
+    assert config.handed_index == (7, "00")
     assert "tok" not in json.dumps(check.handoff())
 
 
 @pytest.mark.parametrize("memfd", ["there", "missing", "refused"])
-def test_an_index_read_from_a_pipe_is_handed_over_in_an_anonymous_copy(tmp_path, monkeypatch, memfd):
-    """A regular file is read again by the re-executed image; anything else is copied (into an
-    unlinked temporary file where os.memfd_create is missing, before Python 3.8, or refused)."""
+def test_the_index_is_handed_over_in_an_anonymous_copy(monkeypatch, memfd):
+    """The re-executed image gets the bytes the first one read, in an anonymous copy (an unlinked
+    temporary file where os.memfd_create is missing, before Python 3.8, or refused)."""
     def refused(name, flags=0):
         raise PermissionError(1, "Operation not permitted")
     if memfd == "missing":
         monkeypatch.delattr(os, "memfd_create", raising=False)
     elif memfd == "refused":
         monkeypatch.setattr(os, "memfd_create", refused, raising=False)
-    named = tmp_path / "index.json"
-    named.write_bytes(b"{}")
-    assert kpm.hand_over_index(str(named), b"{}") is None
-    for path in ("/dev/zero", str(tmp_path / "gone")):   # a device; a named pipe removed once read
-        fd = kpm.hand_over_index(path, b'{"packId": "p"}')
-        assert os.get_inheritable(fd) and os.fstat(fd).st_nlink == 0
-        assert kpm.read_handed_index(fd, kpm.sha256(b'{"packId": "p"}').hexdigest()) == b'{"packId": "p"}'
-        with pytest.raises(OSError):
-            os.fstat(fd)   # closed once read
+    fd = kpm.hand_over_index(b'{"packId": "p"}')
+    assert os.get_inheritable(fd) and os.fstat(fd).st_nlink == 0
+    assert kpm.read_handed_index(fd, kpm.sha256(b'{"packId": "p"}').hexdigest()) == b'{"packId": "p"}'
+    with pytest.raises(OSError):
+        os.fstat(fd)   # closed once read
 
 
 def test_a_handed_over_index_must_be_the_anonymous_copy_with_its_digest(tmp_path):
     digest = kpm.sha256(b"{}").hexdigest()
-    fd = kpm.hand_over_index("/dev/zero", b"{}")
+    fd = kpm.hand_over_index(b"{}")
     assert kpm.read_handed_index(fd, kpm.sha256(b"{ }").hexdigest()) == (
         "Cannot read the pack index handed over by the first image: its bytes changed")
     named = tmp_path / "index.json"
@@ -1435,7 +1432,7 @@ def test_a_handed_over_index_must_be_the_anonymous_copy_with_its_digest(tmp_path
 
 
 def test_an_index_that_cant_be_handed_over_fails_the_boot_instead_of_re_executing(monkeypatch):
-    def full(path, raw):
+    def full(raw):
         raise OSError(28, "No space left on device")
     execs = []
     monkeypatch.delenv(kpm.TOKEN_VAR, raising=False)
@@ -1454,7 +1451,7 @@ def test_a_handoff_larger_than_a_pipe_is_written_whole_without_waiting():
     the pipe's 64 KiB: the write waited for a reader that comes only after the exec, for ever."""
     check = kpm.TokenCheck(kpm.sha256(b"tok").digest(), 3)
     names = ["SERVICE_%05d_PORT_8080_TCP_ADDR" % i for i in range(8000)]   # 300 KiB of JSON
-    read_end = kpm.write_handoff(dict(check.handoff(), dropped=names))
+    read_end = kpm.write_handoff(dict(check.handoff(), dropped=names, index=0, indexDigest="00"))
     assert kpm.receive_handoff({kpm.HANDOFF_VAR: str(read_end)})["dropped"] == names
     with pytest.raises(OSError):
         os.fstat(read_end)   # closed once read
@@ -1524,11 +1521,12 @@ def test_an_entry_module_missing_twice_is_named_once_and_a_look_alike_root_is_ou
     assert kpm.outside_root(real_root, real_root) is None
 
 
-@pytest.mark.parametrize("fields", [{"index": "3", "indexDigest": "00"}, {"index": 3, "indexDigest": "x"},
-                                    {"index": 3}, {"length": "3"}, {"dropped": "A"}, {"digest": "0"}])
-def test_a_handoff_with_a_mistyped_field_is_ignored(fields):
-    """A descriptor given as text reached os.fstat at boot: a traceback."""
-    handoff = dict({"digest": "00", "length": 3, "dropped": []}, **fields)
+@pytest.mark.parametrize("fields", [{"index": "3"}, {"indexDigest": "x"}, {"index": None}, {"indexDigest": None},
+                                    {"length": "3"}, {"dropped": "A"}, {"digest": "0"}])
+def test_a_handoff_with_a_mistyped_or_missing_field_is_ignored(fields):
+    """A descriptor given as text reached os.fstat at boot: a traceback.  (None: the field left out.)"""
+    handoff = dict({"digest": "00", "length": 3, "dropped": [], "index": 3, "indexDigest": "00"}, **fields)
+    handoff = {name: value for name, value in handoff.items() if value is not None}
     read_end = kpm.write_handoff(handoff)
     try:
         assert kpm.receive_handoff({kpm.HANDOFF_VAR: str(read_end)}) is None

@@ -21,6 +21,7 @@ import json
 import os
 import re
 import secrets
+import shutil
 import subprocess
 import time
 
@@ -525,6 +526,26 @@ def test_without_memory_writes_the_service_re_executes_and_still_hides_everythin
     assert service.records_of("token-exposed") == []
     assert service.wait_record("env-dropped")["names"] == sorted(EXTRA_DROPPED)
     assert output["environ"] == expected_kept(env, EXTRA_DROPPED)
+
+
+def test_the_re_executed_service_serves_the_index_the_first_image_read(launcher, tmp_path):
+    """An index file replaced between the two images' reads: the new image read the other one,
+    so it served an index the first image never checked (nor hid its variables by)."""
+    shutil.copytree(os.path.join(str(ROOT), "examples", "hello-pack"), str(tmp_path / "pack"))
+    index = tmp_path / "pack" / "index.json"
+    first = index.read_bytes()
+    site = tmp_path / "site"
+    service = launcher.start(str(index), env=without_memory_writes_at_first_start(site, slow_hiding=True),
+                             expect_listening=False)
+    deadline = time.monotonic() + 10
+    while not (site / "starts-hiding").exists() and time.monotonic() < deadline:
+        time.sleep(0.01)
+    assert (site / "starts-hiding").exists(), service.raw_stderr
+    (tmp_path / "replacement.json").write_bytes(first + b"\n")
+    os.replace(str(tmp_path / "replacement.json"), str(index))
+    assert service.wait_listening(), service.raw_stderr
+    assert (site / "starts").read_text().split() == [str(service.proc.pid)] * 2, "the service did not re-execute"
+    assert service.request("GET", "/v1/info").json["indexHash"] == "sha256:" + hashlib.sha256(first).hexdigest()
 
 
 def feed_named_pipe(path, data, timeout=20.0):
