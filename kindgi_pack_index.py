@@ -746,7 +746,14 @@ def read_toml(text):
 
 _BARE_KEY = re.compile(r"[A-Za-z0-9_-]+")
 _INTEGER = re.compile(r"[+-]?(0|[1-9](?:_?[0-9])*)(?![0-9A-Za-z_.:+-])")
-_WORD = re.compile(r"true|false|inf|nan|[+-]?[0-9A-Za-z_.:+-]+")
+_BOOLEAN = re.compile(r"(true|false)(?![0-9A-Za-z_.:+-])")
+_DIGITS = r"[0-9](?:_?[0-9])*"
+_UNREAD_VALUE = re.compile(   # TOML's floats, dates and times, and non-decimal integers
+    r"(?:[+-]?(?:inf|nan|(?:0|[1-9](?:_?[0-9])*)(?:\.%(d)s(?:[eE][+-]?%(d)s)?|[eE][+-]?%(d)s))"
+    r"|0x[0-9A-Fa-f](?:_?[0-9A-Fa-f])*|0o[0-7](?:_?[0-7])*|0b[01](?:_?[01])*"
+    r"|[0-9]{4}-[0-9]{2}-[0-9]{2}(?:[Tt ][0-9]{2}:[0-9]{2}:[0-9]{2}(?:\.[0-9]+)?(?:[Zz]|[+-][0-9]{2}:[0-9]{2})?)?"
+    r"|[0-9]{2}:[0-9]{2}:[0-9]{2}(?:\.[0-9]+)?)(?![0-9A-Za-z_.:+-])" % {"d": _DIGITS})
+_WORD = re.compile(r"[^\s,\]#]+")
 _ESCAPES = {"b": "\b", "t": "\t", "n": "\n", "f": "\f", "r": "\r", '"': '"', "\\": "\\"}
 _CONTROL = re.compile("[\x00-\x08\x0a-\x1f\x7f]")
 _UNREAD = "; this reader takes tables, strings, integers, booleans, arrays and comments " \
@@ -903,14 +910,16 @@ class _TomlReader(object):
         if integer is not None:
             self.pos = integer.end()
             return int(integer.group().replace("_", ""))
+        boolean = _BOOLEAN.match(self.text, self.pos)
+        if boolean is not None:
+            self.pos = boolean.end()
+            return boolean.group() == "true"
+        unread = _UNREAD_VALUE.match(self.text, self.pos)
+        if unread is not None:
+            self.unread("the value %s is not read (floats, dates and non-decimal integers are not)"
+                        % unread.group())
         word = _WORD.match(self.text, self.pos)
-        if word is None:
-            self.fail("expected a value, found %r" % (char or "the end of the file"))
-        if word.group() in ("true", "false"):
-            self.pos = word.end()
-            return word.group() == "true"
-        self.unread("the value %s is not read (floats, dates and non-decimal integers are not)"
-                    % word.group())
+        self.fail("expected a value, found %r" % (word.group() if word else char or "the end of the file"))
 
     def string(self):
         quote = self.text[self.pos]

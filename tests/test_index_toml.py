@@ -58,6 +58,10 @@ REFUSED = [
     ('x = 1\nt = {a = 1}\n', 2, "inline tables"),
     ('[[items]]\nname = "a"\n', 1, "arrays of tables"),
     ('a = [1, 2.5]\n', 1, "floats"),
+    ('a = -inf\n', 1, "the value -inf"),
+    ('a = +1_0.2_5e-0_3\n', 1, "the value +1_0.2_5e-0_3"),
+    ('a = 1979-05-27 07:32:00.5+01:00\n', 1, "the value 1979-05-27 07:32:00.5+01:00"),
+    ('a = [0o17, 0b1]\n', 1, "the value 0o17"),
 ]
 
 
@@ -98,6 +102,12 @@ INVALID = [
     ('a.b = 1\na.b.c = 2\n', 2),
     ('[a\nb = 1\n', 1),
     ('a = [\n1,\n', 3),
+    ('a = hello world\n', 1),
+    ('a = 1.\n', 1),
+    ('a = .5\n', 1),
+    ('a = 0x\n', 1),
+    ('a = trueish\n', 1),
+    ('a = [1, infinity]\n', 1),
 ]
 
 
@@ -105,8 +115,9 @@ INVALID = [
 def test_what_is_not_toml_is_refused_with_its_line(text, line):
     with pytest.raises(tomllib.TOMLDecodeError):
         tomllib.loads(text)
-    with pytest.raises(TomlError, match="^line %d: " % line):
+    with pytest.raises(TomlError, match="^line %d: " % line) as refused:
         read(text)
+    assert "Python 3.11+ reads all of TOML" not in str(refused.value)   # it is not TOML at all
 
 
 PIECES = ['a', 'b', '"q.k"', "'l'", 'a.b', 'b.a', 'x-y', '1']
