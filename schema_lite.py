@@ -1540,6 +1540,22 @@ class _Compiler(object):
             ref, target, base = target["$ref"], nxt, nbase
         return target, base
 
+    def dynamic_targets(self, ref, base, spath):
+        """Where a $dynamicRef leads: ``((schema, base), candidates)``.  ``candidates`` is
+        None unless the reference is bookended (its static target has the
+        $dynamicAnchor it names); then it maps each document to its schema with that
+        anchor, and the outermost document in the dynamic scope that has one wins."""
+        target, tbase = self.resolve(ref, base, spath, "$dynamicRef")
+        name = _split_fragment(ref)[1]
+        if not name or name.startswith("/") or type(target) is not dict or target.get("$dynamicAnchor") != name:
+            return (target, tbase), None
+        candidates = {}
+        for uri, node in self.dynamic.items():
+            doc, anchor = _split_fragment(uri)
+            if anchor == name:
+                candidates[doc] = (node, self.bases.get(id(node), doc))
+        return (target, tbase), candidates
+
     def check_cycles(self, root):
         """Refuse a schema that reaches itself without moving into the instance
         ({"$ref": "#"}, allOf loops...): validating with it could never end."""
@@ -2103,18 +2119,10 @@ def _k_ref(c, schema, value, kpath, spath, cx):
 
 @_keyword("$dynamicRef")
 def _k_dynamic_ref(c, schema, value, kpath, spath, cx):
-    target, base = c.resolve(value, cx.base, kpath, "$dynamicRef")
-    frag = _split_fragment(value)[1]
+    (target, base), candidates = c.dynamic_targets(value, cx.base, kpath)
     static = c.env(target, base)
-    name = frag if frag and not frag.startswith("/") else None
-    bookended = name is not None and type(target) is dict and target.get("$dynamicAnchor") == name
-    if not bookended:
+    if candidates is None:
         return _counted(static)
-    candidates = {}
-    for uri, node in c.dynamic.items():
-        doc, anchor = _split_fragment(uri)
-        if anchor == name:
-            candidates[doc] = (node, c.bases.get(id(node), doc))
 
     def pick():
         for doc in _tls.scope:
@@ -2534,8 +2542,10 @@ class _Defaulter(object):
 
     Ajv fills a missing property from ``properties[name].default`` when it validates
     an object against a schema that is not under anyOf/oneOf/not/if/contains/
-    propertyNames.  The walk follows the same order as validation: $ref, allOf and
-    if/then/else first, then this object's defaults, then its members and items.
+    propertyNames.  The walk follows the same order as validation: $dynamicRef, $ref,
+    allOf and if/then/else first, then this object's defaults, then its members and
+    items.  A $dynamicRef leads where validation's does: the walk keeps the same
+    dynamic scope.
     Subschemas from which no default can be reached compile to None and cost nothing.
     """
 
@@ -2547,6 +2557,10 @@ class _Defaulter(object):
     def edges(self, schema, base):
         """The (subschema, base) pairs the walk may enter from ``schema``."""
         out = []
+        if "$dynamicRef" in schema:
+            static, candidates = self.c.dynamic_targets(schema["$dynamicRef"], base, "$dynamicRef")
+            out.append(static)
+            out.extend((candidates or {}).values())
         if "$ref" in schema:
             out.append(self.c.resolve(schema["$ref"], base, "$ref"))
         for key in ("allOf", "prefixItems"):
@@ -2594,17 +2608,37 @@ class _Defaulter(object):
         if fn is None:
             cell = []
             self.cache[key] = lambda inst: cell[0](inst)
-            cell.append(self.build_object(schema, self.c.bases.get(key, base), spath))
+            fill = self.build_object(schema, self.c.bases.get(key, base), spath)
+            if "$id" in schema:
+                fill = self.scoped(fill, self.c.bases.get(key, base))
+            cell.append(fill)
             fn = self.cache[key] = cell[0]
         return fn
 
+    def scoped(self, fill, base):
+        """Enter a schema resource while filling, as validation enters it (see _Compiler.scoped)."""
+        if fill is None or not self.c.uses_dynamic:
+            return fill
+        doc = _split_fragment(base)[0]
+
+        def enter(inst):
+            scope = _tls.scope
+            scope.append(doc)
+            try:
+                fill(inst)
+            finally:
+                scope.pop()
+        return enter
+
     def build_object(self, schema, base, spath):
         steps = []
+        if "$dynamicRef" in schema:
+            steps.append(self.dynamic(schema["$dynamicRef"], base, spath + "/$dynamicRef"))
         if "$ref" in schema:
             target, tbase = self.c.resolve(schema["$ref"], base, spath + "/$ref")
-            steps.append(self.build(target, tbase, schema["$ref"]))
+            steps.append(self.scoped(self.build(target, tbase, schema["$ref"]), tbase))
             if not _has_rules(schema, ignore_ref=True):
-                return steps[0] or _no_defaults
+                return steps[-1] or _no_defaults
         for i, sub in enumerate(schema.get("allOf") or ()):
             steps.append(self.build(sub, base, "%s/allOf/%d" % (spath, i)))
         steps.append(self.conditional(schema, base, spath))
@@ -2620,6 +2654,27 @@ class _Defaulter(object):
                 own(inst)
             elif t is list and items is not None:
                 items(inst)
+        return fill
+
+    def dynamic(self, ref, base, spath):
+        """The fill step of a $dynamicRef: its target's, the one validation picks."""
+        (target, tbase), candidates = self.c.dynamic_targets(ref, base, spath)
+        static = self.scoped(self.build(target, tbase, ref), tbase)
+        if candidates is None:
+            return static
+        steps = dict((doc, self.scoped(self.build(node, nbase, ref), nbase))
+                     for doc, (node, nbase) in candidates.items())
+        if static is None and not any(steps.values()):
+            return None
+
+        def fill(inst):
+            step = static
+            for doc in _tls.scope:
+                if doc in steps:
+                    step = steps[doc]
+                    break
+            if step is not None:
+                step(inst)
         return fill
 
     def conditional(self, schema, base, spath):
@@ -2807,7 +2862,7 @@ class _Compiled(object):
         compiler.strict = False
         try:
             builder = _Defaulter(compiler, schema, compiler.root_base)
-            self.defaulter = builder.build(schema, compiler.root_base, "#")
+            self.defaulter = builder.scoped(builder.build(schema, compiler.root_base, "#"), compiler.root_base)
         except RecursionError:
             raise SchemaError("the schema is nested too deeply to compile", "schema", "#")
         self.compiler = None   # nothing else needs it now

@@ -529,6 +529,30 @@ def test_defaults_under_pattern_properties_dependent_schemas_and_prefix_items():
     assert v.apply_defaults({"d": 1}) == {"d": 1, "z": 3}   # a dependent schema only when its property is there
 
 
+def test_defaults_through_dynamic_ref_follow_the_dynamic_scope():
+    """Defaults were not filled below a $dynamicRef (a tree's children stayed bare)."""
+    tree = {"$dynamicAnchor": "node", "type": "object",
+            "properties": {"name": {"type": "string", "default": "x"},
+                           "kids": {"type": "array", "items": {"$dynamicRef": "#node"}}}}
+    # Ajv 8.20.0 (useDefaults) gives
+    # {"kids": [{"name": "x"}, {"kids": [{"name": "y"}], "name": "x"}], "name": "x"}
+    assert SchemaValidator(tree).apply_defaults({"kids": [{}, {"kids": [{"name": "y"}]}]}) == {
+        "kids": [{"name": "x"}, {"kids": [{"name": "y"}], "name": "x"}], "name": "x"}
+    extended = {"$id": "https://e.x/strict-tree", "$dynamicAnchor": "node", "$ref": "tree", "type": "object",
+                "properties": {"flag": {"default": True}},
+                "$defs": {"tree": {"$id": "https://e.x/tree", "$dynamicAnchor": "node", "type": "object",
+                                   "properties": {"data": {"default": 0},
+                                                  "children": {"type": "array",
+                                                               "items": {"$dynamicRef": "#node"}}}}}}
+    # Ajv 8.20.0 gives {"children": [{"children": [{"data": 0, "flag": true}], "data": 0, "flag": true}],
+    # "data": 0, "flag": true}: the children are the outermost "node", the extending schema
+    assert SchemaValidator(extended).apply_defaults({"children": [{"children": [{}]}]}) == {
+        "children": [{"children": [{"data": 0, "flag": True}], "data": 0, "flag": True}],
+        "data": 0, "flag": True}
+    alone = dict(extended["$defs"]["tree"], **{"$id": "https://e.x/tree-alone"})
+    assert SchemaValidator(alone).apply_defaults({"children": [{}]}) == {"children": [{"data": 0}], "data": 0}
+
+
 def test_numbers_in_messages_read_as_javascript_prints_them():
     assert one({"maximum": 1e20}, 2e20)["message"] == "must be <= 100000000000000000000"
     assert one({"minimum": 1e-6}, 0)["message"] == "must be >= 0.000001"
