@@ -1058,10 +1058,16 @@ for _key in ("maximum", "minimum", "exclusiveMaximum", "exclusiveMinimum"):
 for _key in ("maxLength", "minLength", "maxItems", "minItems", "maxProperties", "minProperties",
              "maxContains", "minContains"):
     _VALUE_KINDS[_key] = "count"
+# Annotations: Ajv's meta-schema refuses a value of another kind; here only strict mode does.
+for _keys, _value_kind in ((("title", "description", "$comment", "contentMediaType", "contentEncoding"), "text"),
+                           (("deprecated", "readOnly", "writeOnly"), "flag"), (("examples",), "list")):
+    for _key in _keys:
+        _VALUE_KINDS[_key] = _value_kind
 for _keys, _value_kind in ((_SCHEMA_ONE, "schema"), (_SCHEMA_LISTS, "schemas"), (_SCHEMA_MAPS, "schema map")):
     for _key in _keys:
         _VALUE_KINDS.setdefault(_key, _value_kind)
 # The kinds _Compiler.index does more with than check: subschemas, references, anchors, formats.
+_ANNOTATION_TYPES = {"text": (str, "a string"), "flag": (bool, "a boolean"), "list": (list, "an array")}
 _NOTED_KINDS = frozenset(["schema", "unevaluated", "schemas", "schema map", "pattern map", "dependencies",
                           "ref", "dynamic ref", "anchor", "format"])
 _REF_KEYWORDS = ("$ref", "$dynamicRef", "$dynamicAnchor", "$recursiveRef", "$recursiveAnchor")
@@ -1436,7 +1442,10 @@ class _Compiler(object):
         """The part of the meta-schema Ajv enforces in every mode: keyword values of the
         right kind (``kind``, from _VALUE_KINDS)."""
         t = type(value)
-        if kind == "type":
+        if kind in _ANNOTATION_TYPES:
+            ok = t is _ANNOTATION_TYPES[kind][0] or not self.strict
+            detail = "must be " + _ANNOTATION_TYPES[kind][1]
+        elif kind == "type":
             if t is str and value in _TYPE_NAMES:
                 return
             names = [value] if t is str else value if t is list else None
@@ -1745,6 +1754,12 @@ class _Compiler(object):
         for key in ("maxContains", "minContains"):
             if key in schema and "contains" not in schema:
                 refuse(key, 'strict mode: "%s" without "contains" is ignored' % key)
+        if "contains" in schema:
+            low, high = schema.get("minContains", 1), schema.get("maxContains")
+            if high is None and low == 0:
+                refuse("minContains", 'strict mode: "minContains" == 0 without "maxContains": "contains" keyword ignored')
+            if high is not None and low > high:
+                refuse("minContains", 'strict mode: "minContains" > "maxContains" is always invalid')
         if type(schema.get("patternProperties")) is dict and type(schema.get("properties")) is dict:
             for pattern in schema["patternProperties"]:
                 rx = _js_regex(pattern)

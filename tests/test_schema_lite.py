@@ -642,6 +642,41 @@ def test_strict_refuses_like_ajv(schema):
         SchemaValidator(schema, strict=True)
 
 
+# Ajv 8.20.0 (strict: true) refuses each of these (its message in the comment); strict mode accepted them.
+@pytest.mark.parametrize("schema, words", [
+    ({"type": "array", "contains": {"type": "integer"}, "minContains": 0},   # Ajv: the same words
+     'strict mode: "minContains" == 0 without "maxContains": "contains" keyword ignored'),
+    ({"type": "array", "contains": {"type": "integer"}, "minContains": 2, "maxContains": 1},   # the same
+     'strict mode: "minContains" > "maxContains" is always invalid'),
+    ({"type": "array", "contains": {"type": "integer"}, "maxContains": 0},   # the same
+     'strict mode: "minContains" > "maxContains" is always invalid'),
+    ({"title": 1},   # schema is invalid: data/title must be string
+     '"title" at #/title: must be a string'),
+    ({"type": "object", "properties": {"p": {"$comment": 1}}},   # data/properties/p/$comment must be string
+     '"$comment" at #/properties/p/%24comment: must be a string'),
+    ({"allOf": [{"deprecated": "yes"}]},   # data/allOf/0/deprecated must be boolean
+     '"deprecated" at #/allOf/0/deprecated: must be a boolean'),
+    ({"type": "object", "properties": {"p": {"type": "string", "readOnly": 1}}},   # .../readOnly must be boolean
+     '"readOnly" at #/properties/p/readOnly: must be a boolean'),
+    ({"examples": {"a": 1}},   # data/examples must be array
+     '"examples" at #/examples: must be an array'),
+])
+def test_strict_refuses_what_ajv_refuses_about_contains_counts_and_annotations(schema, words):
+    SchemaValidator(schema)   # without strict: accepted, as before
+    with pytest.raises(SchemaError) as info:
+        SchemaValidator(schema, strict=True)
+    assert str(info.value) == words
+
+
+@pytest.mark.parametrize("schema", [
+    {"type": "array", "contains": {"type": "integer"}, "minContains": 0, "maxContains": 0},
+    {"type": "array", "contains": {"type": "integer"}, "minContains": 2, "maxContains": 2},
+    {"title": "T", "description": "", "$comment": "c", "deprecated": False, "readOnly": True, "examples": []},
+])
+def test_strict_accepts_what_ajv_accepts_about_contains_counts_and_annotations(schema):
+    SchemaValidator(schema, strict=True)   # Ajv 8.20.0 (strict: true) compiles each
+
+
 # ---------------------------------------------------------------------------
 # Hostile input: never an exception escaping, never an endless loop
 # ---------------------------------------------------------------------------
