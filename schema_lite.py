@@ -1678,7 +1678,8 @@ class _Compiler(object):
         steps = []
         type_step = None
         if types:
-            type_value = _js_value(schema.get("type"))
+            # Ajv adds nullable's "null" to a type array in place, so its issues name it too
+            type_value = _js_value(schema["type"] if type(schema.get("type")) is str else types)
             type_message = "must be " + (type_value if type(type_value) is str else ",".join(type_value))
             type_step = _check_that("type", spath + "/type", {"type": type_value}, type_message, _type_check(types))
         if types and not (len(types) == 1 and types[0] in by_group):
@@ -1716,6 +1717,8 @@ class _Compiler(object):
             refuse("id", 'NOT SUPPORTED: keyword "id", use "$id" for schema ID')
         if "nullable" in schema and not types:
             refuse("nullable", '"nullable" cannot be used without "type"')
+        if schema.get("nullable") is False and "null" in types:
+            refuse("nullable", "type: null contradicts nullable: false")
         if "$schema" in schema and schema["$schema"] not in _DRAFT_2020:
             refuse("$schema", 'no schema with key or ref "%s"' % schema["$schema"])
         fmt = schema.get("format")

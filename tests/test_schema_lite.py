@@ -36,6 +36,9 @@ KEYWORD_CASES = [
     ({"type": "integer"}, 1.5, "", "#/type", "type", {"type": "integer"}, "must be integer"),
     ({"type": "number"}, True, "", "#/type", "type", {"type": "number"}, "must be number"),
     ({"type": "string", "nullable": True}, 5, "", "#/type", "type", {"type": "string"}, "must be string"),
+    # Ajv 8.20.0 adds nullable's "null" to a type array (in place), and names it: it was left out
+    ({"type": ["string", "object"], "nullable": True}, [2], "", "#/type", "type",
+     {"type": ["string", "object", "null"]}, "must be string,object,null"),
     ({"enum": ["a", 1]}, "b", "", "#/enum", "enum", {"allowedValues": ["a", 1]},
      "must be equal to one of the allowed values"),
     ({"const": {"a": [1]}}, {"a": [2]}, "", "#/const", "const", {"allowedValue": {"a": [1]}},
@@ -660,8 +663,10 @@ def test_strict_refuses_like_ajv(schema):
      '"readOnly" at #/properties/p/readOnly: must be a boolean'),
     ({"examples": {"a": 1}},   # data/examples must be array
      '"examples" at #/examples: must be an array'),
+    ({"type": ["string", "null"], "nullable": False},   # the same words, in every mode
+     "type: null contradicts nullable: false"),
 ])
-def test_strict_refuses_what_ajv_refuses_about_contains_counts_and_annotations(schema, words):
+def test_strict_refuses_these_as_ajv_does(schema, words):
     SchemaValidator(schema)   # without strict: accepted, as before
     with pytest.raises(SchemaError) as info:
         SchemaValidator(schema, strict=True)
@@ -672,8 +677,9 @@ def test_strict_refuses_what_ajv_refuses_about_contains_counts_and_annotations(s
     {"type": "array", "contains": {"type": "integer"}, "minContains": 0, "maxContains": 0},
     {"type": "array", "contains": {"type": "integer"}, "minContains": 2, "maxContains": 2},
     {"title": "T", "description": "", "$comment": "c", "deprecated": False, "readOnly": True, "examples": []},
+    {"type": "string", "nullable": False},
 ])
-def test_strict_accepts_what_ajv_accepts_about_contains_counts_and_annotations(schema):
+def test_strict_accepts_these_as_ajv_does(schema):
     SchemaValidator(schema, strict=True)   # Ajv 8.20.0 (strict: true) compiles each
 
 
