@@ -1388,6 +1388,8 @@ class _Compiler(object):
                 else:
                     self.docs.setdefault(doc, node)
             self.bases[id(node)] = base
+            if self.strict:
+                self.refuse_unknown(node, spath)
             depth += 1
             for key, value in node.items():
                 kind = _VALUE_KINDS.get(key)
@@ -1396,6 +1398,16 @@ class _Compiler(object):
                 self.check_kind(kind, key, value, spath)
                 if kind in _NOTED_KINDS:
                     self.note(kind, node, key, value, base, (spath, key), depth, stack)
+
+    def refuse_unknown(self, node, spath):
+        """Strict mode: Ajv refuses an unknown keyword in every subschema it applies, also in
+        one compiling skips as always valid ({"allOf": [{"foo": 1}]}).  Not in $defs, nor
+        in another document: those are checked where a $ref compiles them."""
+        root, keys = _unlink(spath)
+        if root == "#" and "$defs" not in keys and "definitions" not in keys:
+            message = _unknown_keyword(node)
+            if message is not None:
+                raise SchemaError(message[1], message[0], _schema_path(spath))
 
     def index_ref_targets(self):
         """Index what a $ref or $dynamicRef points to where no keyword puts a schema
@@ -1710,9 +1722,9 @@ class _Compiler(object):
         def refuse(keyword, message):
             raise SchemaError(message, keyword, spath)
 
-        for key in schema:
-            if key not in _KNOWN:
-                refuse(key, 'strict mode: unknown keyword: "%s"' % key)
+        message = _unknown_keyword(schema)
+        if message is not None:
+            refuse(*message)
         if "id" in schema:
             refuse("id", 'NOT SUPPORTED: keyword "id", use "$id" for schema ID')
         if "nullable" in schema and not types:
@@ -1770,6 +1782,14 @@ class _Compiler(object):
                     if rx.search(name):
                         refuse("patternProperties", "strict mode: property %s matches pattern %s "
                                "(use allowMatchingProperties)" % (name, pattern))
+
+
+def _unknown_keyword(schema):
+    """(keyword, message) for the first keyword Ajv's strict mode does not know, or None."""
+    for key in schema:
+        if key not in _KNOWN:
+            return key, 'strict mode: unknown keyword: "%s"' % key
+    return None
 
 
 def _false_schema(spath):

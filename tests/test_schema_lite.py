@@ -665,6 +665,10 @@ def test_strict_refuses_like_ajv(schema):
      '"examples" at #/examples: must be an array'),
     ({"type": ["string", "null"], "nullable": False},   # the same words, in every mode
      "type: null contradicts nullable: false"),
+    ({"allOf": [{"foo": 1}]},   # the same words (compiling skips an always-valid subschema)
+     'strict mode: unknown keyword: "foo"'),
+    ({"type": "object", "properties": {"p": {"$anchor": "x"}}},   # the same words
+     'strict mode: unknown keyword: "$anchor"'),
 ])
 def test_strict_refuses_these_as_ajv_does(schema, words):
     SchemaValidator(schema)   # without strict: accepted, as before
@@ -678,6 +682,7 @@ def test_strict_refuses_these_as_ajv_does(schema, words):
     {"type": "array", "contains": {"type": "integer"}, "minContains": 2, "maxContains": 2},
     {"title": "T", "description": "", "$comment": "c", "deprecated": False, "readOnly": True, "examples": []},
     {"type": "string", "nullable": False},
+    {"$defs": {"unused": {"foo": 1}}},
 ])
 def test_strict_accepts_these_as_ajv_does(schema):
     SchemaValidator(schema, strict=True)   # Ajv 8.20.0 (strict: true) compiles each
