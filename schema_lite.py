@@ -552,7 +552,7 @@ class _RegexTranslator:
         self.src = source
         self.u = unicode
         self.i = 0
-        self.names = set(_GROUP_NAME.findall("".join(re.findall(r"\(\?<([A-Za-z_$][A-Za-z0-9_$]*)>", source))))
+        self.names = set(re.findall(r"\(\?<([A-Za-z_$][A-Za-z0-9_$]*)>", source))   # the group names
         self.named = set()   # the group names met so far
 
     def translate(self):

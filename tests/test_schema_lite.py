@@ -294,6 +294,10 @@ def test_json_semantics(schema, instance, valid):
     ("^\\p{White_Space}$", "\ufeff", False),   # unlike \s
     ("^\\p{space}$", "\x1c", False),
     ("^\\P{WSpace}$", "a", True),
+    # a pattern with two named groups and a \k<name> was refused ("Invalid named capture referenced")
+    ("^(?<y>\\d{4})-(?<m>\\d{2})/\\k<m>$", "2024-05/05", True),   # Ajv 8.20.0: valid
+    ("^(?<y>\\d{4})-(?<m>\\d{2})/\\k<m>$", "2024-05/06", False),   # Ajv 8.20.0: invalid
+    ("^(?<a>x)(?<b>y)\\k<a>\\k<b>$", "xyxy", True),   # Ajv 8.20.0: valid
 ])
 def test_ecmascript_regex(pattern, text, found):
     assert SchemaValidator({"pattern": pattern}).is_valid(text) is found
