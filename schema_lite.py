@@ -726,12 +726,14 @@ class _RegexTranslator:
             return "\\b"
         if c == "B":   # Python's \B never matches in an empty string, where ECMAScript's does
             return "(?:\\B|\\A\\Z)"
+        # A reference to a group that took no part in the match matches the empty string
+        # in ECMAScript, and fails in Python: hence the conditional, (?(1)\1).
         if c in "123456789":
             digits = c
             while src[self.i:self.i + 1].isdigit():
                 digits += src[self.i]
                 self.i += 1
-            return "(?:\\%s)" % digits
+            return "(?(%s)\\%s)" % (digits, digits)
         if c == "k" and (self.u or self.names):
             m = _GROUP_NAME.match(src, self.i + 1)
             if not src.startswith("<", self.i) or not m or not src.startswith(">", m.end()):
@@ -739,7 +741,8 @@ class _RegexTranslator:
             if m.group(0) not in self.names:
                 raise ValueError("Invalid named capture referenced")
             self.i = m.end() + 1
-            return "(?P=%s)" % m.group(0).replace("$", "_S_")
+            name = m.group(0).replace("$", "_S_")
+            return "(?(%s)(?P=%s))" % (name, name)
         if self.u and c in "pP":
             return _class_of(self.property_escape(c))
         cp = self.code_point_escape(c)
