@@ -1780,7 +1780,8 @@ class _Compiler(object):
         if "contains" in schema:
             low, high = schema.get("minContains", 1), schema.get("maxContains")
             if high is None and low == 0:
-                refuse("minContains", 'strict mode: "minContains" == 0 without "maxContains": "contains" keyword ignored')
+                refuse("minContains",
+                       'strict mode: "minContains" == 0 without "maxContains": "contains" keyword ignored')
             if high is not None and low > high:
                 refuse("minContains", 'strict mode: "minContains" > "maxContains" is always invalid')
         if type(schema.get("patternProperties")) is dict and type(schema.get("properties")) is dict:
