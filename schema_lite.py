@@ -423,6 +423,9 @@ def _split_fragment(uri):
 
 _JS_SPACE = [(0x09, 0x0D), (0x20, 0x20), (0xA0, 0xA0), (0x1680, 0x1680), (0x2000, 0x200A),
              (0x2028, 0x2029), (0x202F, 0x202F), (0x205F, 0x205F), (0x3000, 0x3000), (0xFEFF, 0xFEFF)]
+# \p{White_Space}: the Unicode property (\s without U+FEFF, with U+0085).
+_WHITE_SPACE = [(0x09, 0x0D), (0x20, 0x20), (0x85, 0x85), (0xA0, 0xA0), (0x1680, 0x1680), (0x2000, 0x200A),
+                (0x2028, 0x2029), (0x202F, 0x202F), (0x205F, 0x205F), (0x3000, 0x3000)]
 _CLASS_ESCAPES = {
     "d": [(0x30, 0x39)],
     "w": [(0x30, 0x39), (0x41, 0x5A), (0x5F, 0x5F), (0x61, 0x7A)],
@@ -480,6 +483,8 @@ def _property_ranges(name):
         return [(0, 0x10FFFF)]
     if name == "ASCII":
         return [(0, 0x7F)]
+    if name in ("White_Space", "space", "WSpace"):
+        return list(_WHITE_SPACE)
     if name in ("Assigned",):
         return _complement(_category_table().get("Cn", []))
     cat = _GENERAL_CATEGORIES.get(name)
@@ -547,7 +552,7 @@ class _RegexTranslator:
         self.src = source
         self.u = unicode
         self.i = 0
-        self.names = set(_GROUP_NAME.findall("".join(re.findall(r"\(\?<([A-Za-z_$][A-Za-z0-9_$]*)>", source))))
+        self.names = set(re.findall(r"\(\?<([A-Za-z_$][A-Za-z0-9_$]*)>", source))   # the group names
         self.named = set()   # the group names met so far
 
     def translate(self):
@@ -721,12 +726,14 @@ class _RegexTranslator:
             return "\\b"
         if c == "B":   # Python's \B never matches in an empty string, where ECMAScript's does
             return "(?:\\B|\\A\\Z)"
+        # A reference to a group that took no part in the match matches the empty string
+        # in ECMAScript, and fails in Python: hence the conditional, (?(1)\1).
         if c in "123456789":
             digits = c
             while src[self.i:self.i + 1].isdigit():
                 digits += src[self.i]
                 self.i += 1
-            return "(?:\\%s)" % digits
+            return "(?(%s)\\%s)" % (digits, digits)
         if c == "k" and (self.u or self.names):
             m = _GROUP_NAME.match(src, self.i + 1)
             if not src.startswith("<", self.i) or not m or not src.startswith(">", m.end()):
@@ -734,7 +741,8 @@ class _RegexTranslator:
             if m.group(0) not in self.names:
                 raise ValueError("Invalid named capture referenced")
             self.i = m.end() + 1
-            return "(?P=%s)" % m.group(0).replace("$", "_S_")
+            name = m.group(0).replace("$", "_S_")
+            return "(?(%s)(?P=%s))" % (name, name)
         if self.u and c in "pP":
             return _class_of(self.property_escape(c))
         cp = self.code_point_escape(c)
@@ -1058,10 +1066,16 @@ for _key in ("maximum", "minimum", "exclusiveMaximum", "exclusiveMinimum"):
 for _key in ("maxLength", "minLength", "maxItems", "minItems", "maxProperties", "minProperties",
              "maxContains", "minContains"):
     _VALUE_KINDS[_key] = "count"
+# Annotations: Ajv's meta-schema refuses a value of another kind; here only strict mode does.
+for _keys, _value_kind in ((("title", "description", "$comment", "contentMediaType", "contentEncoding"), "text"),
+                           (("deprecated", "readOnly", "writeOnly"), "flag"), (("examples",), "list")):
+    for _key in _keys:
+        _VALUE_KINDS[_key] = _value_kind
 for _keys, _value_kind in ((_SCHEMA_ONE, "schema"), (_SCHEMA_LISTS, "schemas"), (_SCHEMA_MAPS, "schema map")):
     for _key in _keys:
         _VALUE_KINDS.setdefault(_key, _value_kind)
 # The kinds _Compiler.index does more with than check: subschemas, references, anchors, formats.
+_ANNOTATION_TYPES = {"text": (str, "a string"), "flag": (bool, "a boolean"), "list": (list, "an array")}
 _NOTED_KINDS = frozenset(["schema", "unevaluated", "schemas", "schema map", "pattern map", "dependencies",
                           "ref", "dynamic ref", "anchor", "format"])
 _REF_KEYWORDS = ("$ref", "$dynamicRef", "$dynamicAnchor", "$recursiveRef", "$recursiveAnchor")
@@ -1382,6 +1396,8 @@ class _Compiler(object):
                 else:
                     self.docs.setdefault(doc, node)
             self.bases[id(node)] = base
+            if self.strict:
+                self.refuse_unknown(node, spath)
             depth += 1
             for key, value in node.items():
                 kind = _VALUE_KINDS.get(key)
@@ -1390,6 +1406,16 @@ class _Compiler(object):
                 self.check_kind(kind, key, value, spath)
                 if kind in _NOTED_KINDS:
                     self.note(kind, node, key, value, base, (spath, key), depth, stack)
+
+    def refuse_unknown(self, node, spath):
+        """Strict mode: Ajv refuses an unknown keyword in every subschema it applies, also in
+        one compiling skips as always valid ({"allOf": [{"foo": 1}]}).  Not in $defs, nor
+        in another document: those are checked where a $ref compiles them."""
+        root, keys = _unlink(spath)
+        if root == "#" and "$defs" not in keys and "definitions" not in keys:
+            message = _unknown_keyword(node)
+            if message is not None:
+                raise SchemaError(message[1], message[0], _schema_path(spath))
 
     def index_ref_targets(self):
         """Index what a $ref or $dynamicRef points to where no keyword puts a schema
@@ -1436,7 +1462,10 @@ class _Compiler(object):
         """The part of the meta-schema Ajv enforces in every mode: keyword values of the
         right kind (``kind``, from _VALUE_KINDS)."""
         t = type(value)
-        if kind == "type":
+        if kind in _ANNOTATION_TYPES:
+            ok = t is _ANNOTATION_TYPES[kind][0] or not self.strict
+            detail = "must be " + _ANNOTATION_TYPES[kind][1]
+        elif kind == "type":
             if t is str and value in _TYPE_NAMES:
                 return
             names = [value] if t is str else value if t is list else None
@@ -1539,6 +1568,22 @@ class _Compiler(object):
                 break
             ref, target, base = target["$ref"], nxt, nbase
         return target, base
+
+    def dynamic_targets(self, ref, base, spath):
+        """Where a $dynamicRef leads: ``((schema, base), candidates)``.  ``candidates`` is
+        None unless the reference is bookended (its static target has the
+        $dynamicAnchor it names); then it maps each document to its schema with that
+        anchor, and the outermost document in the dynamic scope that has one wins."""
+        target, tbase = self.resolve(ref, base, spath, "$dynamicRef")
+        name = _split_fragment(ref)[1]
+        if not name or name.startswith("/") or type(target) is not dict or target.get("$dynamicAnchor") != name:
+            return (target, tbase), None
+        candidates = {}
+        for uri, node in self.dynamic.items():
+            doc, anchor = _split_fragment(uri)
+            if anchor == name:
+                candidates[doc] = (node, self.bases.get(id(node), doc))
+        return (target, tbase), candidates
 
     def check_cycles(self, root):
         """Refuse a schema that reaches itself without moving into the instance
@@ -1653,7 +1698,8 @@ class _Compiler(object):
         steps = []
         type_step = None
         if types:
-            type_value = _js_value(schema.get("type"))
+            # Ajv adds nullable's "null" to a type array in place, so its issues name it too
+            type_value = _js_value(schema["type"] if type(schema.get("type")) is str else types)
             type_message = "must be " + (type_value if type(type_value) is str else ",".join(type_value))
             type_step = _check_that("type", spath + "/type", {"type": type_value}, type_message, _type_check(types))
         if types and not (len(types) == 1 and types[0] in by_group):
@@ -1684,13 +1730,15 @@ class _Compiler(object):
         def refuse(keyword, message):
             raise SchemaError(message, keyword, spath)
 
-        for key in schema:
-            if key not in _KNOWN:
-                refuse(key, 'strict mode: unknown keyword: "%s"' % key)
+        message = _unknown_keyword(schema)
+        if message is not None:
+            refuse(*message)
         if "id" in schema:
             refuse("id", 'NOT SUPPORTED: keyword "id", use "$id" for schema ID')
         if "nullable" in schema and not types:
             refuse("nullable", '"nullable" cannot be used without "type"')
+        if schema.get("nullable") is False and "null" in types:
+            refuse("nullable", "type: null contradicts nullable: false")
         if "$schema" in schema and schema["$schema"] not in _DRAFT_2020:
             refuse("$schema", 'no schema with key or ref "%s"' % schema["$schema"])
         fmt = schema.get("format")
@@ -1729,6 +1777,13 @@ class _Compiler(object):
         for key in ("maxContains", "minContains"):
             if key in schema and "contains" not in schema:
                 refuse(key, 'strict mode: "%s" without "contains" is ignored' % key)
+        if "contains" in schema:
+            low, high = schema.get("minContains", 1), schema.get("maxContains")
+            if high is None and low == 0:
+                refuse("minContains",
+                       'strict mode: "minContains" == 0 without "maxContains": "contains" keyword ignored')
+            if high is not None and low > high:
+                refuse("minContains", 'strict mode: "minContains" > "maxContains" is always invalid')
         if type(schema.get("patternProperties")) is dict and type(schema.get("properties")) is dict:
             for pattern in schema["patternProperties"]:
                 rx = _js_regex(pattern)
@@ -1736,6 +1791,14 @@ class _Compiler(object):
                     if rx.search(name):
                         refuse("patternProperties", "strict mode: property %s matches pattern %s "
                                "(use allowMatchingProperties)" % (name, pattern))
+
+
+def _unknown_keyword(schema):
+    """(keyword, message) for the first keyword Ajv's strict mode does not know, or None."""
+    for key in schema:
+        if key not in _KNOWN:
+            return key, 'strict mode: unknown keyword: "%s"' % key
+    return None
 
 
 def _false_schema(spath):
@@ -2103,18 +2166,10 @@ def _k_ref(c, schema, value, kpath, spath, cx):
 
 @_keyword("$dynamicRef")
 def _k_dynamic_ref(c, schema, value, kpath, spath, cx):
-    target, base = c.resolve(value, cx.base, kpath, "$dynamicRef")
-    frag = _split_fragment(value)[1]
+    (target, base), candidates = c.dynamic_targets(value, cx.base, kpath)
     static = c.env(target, base)
-    name = frag if frag and not frag.startswith("/") else None
-    bookended = name is not None and type(target) is dict and target.get("$dynamicAnchor") == name
-    if not bookended:
+    if candidates is None:
         return _counted(static)
-    candidates = {}
-    for uri, node in c.dynamic.items():
-        doc, anchor = _split_fragment(uri)
-        if anchor == name:
-            candidates[doc] = (node, c.bases.get(id(node), doc))
 
     def pick():
         for doc in _tls.scope:
@@ -2534,8 +2589,10 @@ class _Defaulter(object):
 
     Ajv fills a missing property from ``properties[name].default`` when it validates
     an object against a schema that is not under anyOf/oneOf/not/if/contains/
-    propertyNames.  The walk follows the same order as validation: $ref, allOf and
-    if/then/else first, then this object's defaults, then its members and items.
+    propertyNames.  The walk follows the same order as validation: $dynamicRef, $ref,
+    allOf and if/then/else first, then this object's defaults, then its members and
+    items.  A $dynamicRef leads where validation's does: the walk keeps the same
+    dynamic scope.
     Subschemas from which no default can be reached compile to None and cost nothing.
     """
 
@@ -2547,6 +2604,10 @@ class _Defaulter(object):
     def edges(self, schema, base):
         """The (subschema, base) pairs the walk may enter from ``schema``."""
         out = []
+        if "$dynamicRef" in schema:
+            static, candidates = self.c.dynamic_targets(schema["$dynamicRef"], base, "$dynamicRef")
+            out.append(static)
+            out.extend((candidates or {}).values())
         if "$ref" in schema:
             out.append(self.c.resolve(schema["$ref"], base, "$ref"))
         for key in ("allOf", "prefixItems"):
@@ -2594,17 +2655,37 @@ class _Defaulter(object):
         if fn is None:
             cell = []
             self.cache[key] = lambda inst: cell[0](inst)
-            cell.append(self.build_object(schema, self.c.bases.get(key, base), spath))
+            fill = self.build_object(schema, self.c.bases.get(key, base), spath)
+            if "$id" in schema:
+                fill = self.scoped(fill, self.c.bases.get(key, base))
+            cell.append(fill)
             fn = self.cache[key] = cell[0]
         return fn
 
+    def scoped(self, fill, base):
+        """Enter a schema resource while filling, as validation enters it (see _Compiler.scoped)."""
+        if fill is None or not self.c.uses_dynamic:
+            return fill
+        doc = _split_fragment(base)[0]
+
+        def enter(inst):
+            scope = _tls.scope
+            scope.append(doc)
+            try:
+                fill(inst)
+            finally:
+                scope.pop()
+        return enter
+
     def build_object(self, schema, base, spath):
         steps = []
+        if "$dynamicRef" in schema:
+            steps.append(self.dynamic(schema["$dynamicRef"], base, spath + "/$dynamicRef"))
         if "$ref" in schema:
             target, tbase = self.c.resolve(schema["$ref"], base, spath + "/$ref")
-            steps.append(self.build(target, tbase, schema["$ref"]))
+            steps.append(self.scoped(self.build(target, tbase, schema["$ref"]), tbase))
             if not _has_rules(schema, ignore_ref=True):
-                return steps[0] or _no_defaults
+                return steps[-1] or _no_defaults
         for i, sub in enumerate(schema.get("allOf") or ()):
             steps.append(self.build(sub, base, "%s/allOf/%d" % (spath, i)))
         steps.append(self.conditional(schema, base, spath))
@@ -2620,6 +2701,27 @@ class _Defaulter(object):
                 own(inst)
             elif t is list and items is not None:
                 items(inst)
+        return fill
+
+    def dynamic(self, ref, base, spath):
+        """The fill step of a $dynamicRef: its target's, the one validation picks."""
+        (target, tbase), candidates = self.c.dynamic_targets(ref, base, spath)
+        static = self.scoped(self.build(target, tbase, ref), tbase)
+        if candidates is None:
+            return static
+        steps = dict((doc, self.scoped(self.build(node, nbase, ref), nbase))
+                     for doc, (node, nbase) in candidates.items())
+        if static is None and not any(steps.values()):
+            return None
+
+        def fill(inst):
+            step = static
+            for doc in _tls.scope:
+                if doc in steps:
+                    step = steps[doc]
+                    break
+            if step is not None:
+                step(inst)
         return fill
 
     def conditional(self, schema, base, spath):
@@ -2807,7 +2909,7 @@ class _Compiled(object):
         compiler.strict = False
         try:
             builder = _Defaulter(compiler, schema, compiler.root_base)
-            self.defaulter = builder.build(schema, compiler.root_base, "#")
+            self.defaulter = builder.scoped(builder.build(schema, compiler.root_base, "#"), compiler.root_base)
         except RecursionError:
             raise SchemaError("the schema is nested too deeply to compile", "schema", "#")
         self.compiler = None   # nothing else needs it now

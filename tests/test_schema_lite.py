@@ -36,6 +36,9 @@ KEYWORD_CASES = [
     ({"type": "integer"}, 1.5, "", "#/type", "type", {"type": "integer"}, "must be integer"),
     ({"type": "number"}, True, "", "#/type", "type", {"type": "number"}, "must be number"),
     ({"type": "string", "nullable": True}, 5, "", "#/type", "type", {"type": "string"}, "must be string"),
+    # Ajv 8.20.0 adds nullable's "null" to a type array (in place), and names it: it was left out
+    ({"type": ["string", "object"], "nullable": True}, [2], "", "#/type", "type",
+     {"type": ["string", "object", "null"]}, "must be string,object,null"),
     ({"enum": ["a", 1]}, "b", "", "#/enum", "enum", {"allowedValues": ["a", 1]},
      "must be equal to one of the allowed values"),
     ({"const": {"a": [1]}}, {"a": [2]}, "", "#/const", "const", {"allowedValue": {"a": [1]}},
@@ -286,6 +289,21 @@ def test_json_semantics(schema, instance, valid):
     ("^\\P{L}$", "a", False),
     ("^\\ca$", "\x01", True),
     ("^(?<$a>x)(?<_a>y)$", "xy", True),   # "$" in a group name must not collide with another name
+    # \p{White_Space} was refused as an unknown property; Ajv 8.20.0 (V8) gives these answers
+    ("^\\p{White_Space}+$", "\x85\u00a0\u3000\t", True),
+    ("^\\p{White_Space}$", "\ufeff", False),   # unlike \s
+    ("^\\p{space}$", "\x1c", False),
+    ("^\\P{WSpace}$", "a", True),
+    # a pattern with two named groups and a \k<name> was refused ("Invalid named capture referenced")
+    ("^(?<y>\\d{4})-(?<m>\\d{2})/\\k<m>$", "2024-05/05", True),   # Ajv 8.20.0: valid
+    ("^(?<y>\\d{4})-(?<m>\\d{2})/\\k<m>$", "2024-05/06", False),   # Ajv 8.20.0: invalid
+    ("^(?<a>x)(?<b>y)\\k<a>\\k<b>$", "xyxy", True),   # Ajv 8.20.0: valid
+    # a reference to a group that took no part in the match matches "" (Python's fails): Ajv 8.20.0 gives
+    ("^(?:(a)|b)\\1$", "b", True),
+    ("^(?:(a)|b)\\1$", "aa", True),
+    ("^(?:(a)|b)\\1$", "a", False),
+    ("^(a)?\\1$", "", True),
+    ("^(?:(?<n>a)|b)\\k<n>c$", "bc", True),
 ])
 def test_ecmascript_regex(pattern, text, found):
     assert SchemaValidator({"pattern": pattern}).is_valid(text) is found
@@ -529,6 +547,30 @@ def test_defaults_under_pattern_properties_dependent_schemas_and_prefix_items():
     assert v.apply_defaults({"d": 1}) == {"d": 1, "z": 3}   # a dependent schema only when its property is there
 
 
+def test_defaults_through_dynamic_ref_follow_the_dynamic_scope():
+    """Defaults were not filled below a $dynamicRef (a tree's children stayed bare)."""
+    tree = {"$dynamicAnchor": "node", "type": "object",
+            "properties": {"name": {"type": "string", "default": "x"},
+                           "kids": {"type": "array", "items": {"$dynamicRef": "#node"}}}}
+    # Ajv 8.20.0 (useDefaults) gives
+    # {"kids": [{"name": "x"}, {"kids": [{"name": "y"}], "name": "x"}], "name": "x"}
+    assert SchemaValidator(tree).apply_defaults({"kids": [{}, {"kids": [{"name": "y"}]}]}) == {
+        "kids": [{"name": "x"}, {"kids": [{"name": "y"}], "name": "x"}], "name": "x"}
+    extended = {"$id": "https://e.x/strict-tree", "$dynamicAnchor": "node", "$ref": "tree", "type": "object",
+                "properties": {"flag": {"default": True}},
+                "$defs": {"tree": {"$id": "https://e.x/tree", "$dynamicAnchor": "node", "type": "object",
+                                   "properties": {"data": {"default": 0},
+                                                  "children": {"type": "array",
+                                                               "items": {"$dynamicRef": "#node"}}}}}}
+    # Ajv 8.20.0 gives {"children": [{"children": [{"data": 0, "flag": true}], "data": 0, "flag": true}],
+    # "data": 0, "flag": true}: the children are the outermost "node", the extending schema
+    assert SchemaValidator(extended).apply_defaults({"children": [{"children": [{}]}]}) == {
+        "children": [{"children": [{"data": 0, "flag": True}], "data": 0, "flag": True}],
+        "data": 0, "flag": True}
+    alone = dict(extended["$defs"]["tree"], **{"$id": "https://e.x/tree-alone"})
+    assert SchemaValidator(alone).apply_defaults({"children": [{}]}) == {"children": [{"data": 0}], "data": 0}
+
+
 def test_numbers_in_messages_read_as_javascript_prints_them():
     assert one({"maximum": 1e20}, 2e20)["message"] == "must be <= 100000000000000000000"
     assert one({"minimum": 1e-6}, 0)["message"] == "must be >= 0.000001"
@@ -616,6 +658,49 @@ def test_strict_refuses_like_ajv(schema):
     SchemaValidator(schema)
     with pytest.raises(SchemaError):
         SchemaValidator(schema, strict=True)
+
+
+# Ajv 8.20.0 (strict: true) refuses each of these (its message in the comment); strict mode accepted them.
+@pytest.mark.parametrize("schema, words", [
+    ({"type": "array", "contains": {"type": "integer"}, "minContains": 0},   # Ajv: the same words
+     'strict mode: "minContains" == 0 without "maxContains": "contains" keyword ignored'),
+    ({"type": "array", "contains": {"type": "integer"}, "minContains": 2, "maxContains": 1},   # the same
+     'strict mode: "minContains" > "maxContains" is always invalid'),
+    ({"type": "array", "contains": {"type": "integer"}, "maxContains": 0},   # the same
+     'strict mode: "minContains" > "maxContains" is always invalid'),
+    ({"title": 1},   # schema is invalid: data/title must be string
+     '"title" at #/title: must be a string'),
+    ({"type": "object", "properties": {"p": {"$comment": 1}}},   # data/properties/p/$comment must be string
+     '"$comment" at #/properties/p/%24comment: must be a string'),
+    ({"allOf": [{"deprecated": "yes"}]},   # data/allOf/0/deprecated must be boolean
+     '"deprecated" at #/allOf/0/deprecated: must be a boolean'),
+    ({"type": "object", "properties": {"p": {"type": "string", "readOnly": 1}}},   # .../readOnly must be boolean
+     '"readOnly" at #/properties/p/readOnly: must be a boolean'),
+    ({"examples": {"a": 1}},   # data/examples must be array
+     '"examples" at #/examples: must be an array'),
+    ({"type": ["string", "null"], "nullable": False},   # the same words, in every mode
+     "type: null contradicts nullable: false"),
+    ({"allOf": [{"foo": 1}]},   # the same words (compiling skips an always-valid subschema)
+     'strict mode: unknown keyword: "foo"'),
+    ({"type": "object", "properties": {"p": {"$anchor": "x"}}},   # the same words
+     'strict mode: unknown keyword: "$anchor"'),
+])
+def test_strict_refuses_these_as_ajv_does(schema, words):
+    SchemaValidator(schema)   # without strict: accepted, as before
+    with pytest.raises(SchemaError) as info:
+        SchemaValidator(schema, strict=True)
+    assert str(info.value) == words
+
+
+@pytest.mark.parametrize("schema", [
+    {"type": "array", "contains": {"type": "integer"}, "minContains": 0, "maxContains": 0},
+    {"type": "array", "contains": {"type": "integer"}, "minContains": 2, "maxContains": 2},
+    {"title": "T", "description": "", "$comment": "c", "deprecated": False, "readOnly": True, "examples": []},
+    {"type": "string", "nullable": False},
+    {"$defs": {"unused": {"foo": 1}}},
+])
+def test_strict_accepts_these_as_ajv_does(schema):
+    SchemaValidator(schema, strict=True)   # Ajv 8.20.0 (strict: true) compiles each
 
 
 # ---------------------------------------------------------------------------
