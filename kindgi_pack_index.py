@@ -189,7 +189,10 @@ def run_indexer(service, pack_dir, config_path=None, output_path=None, artifact_
     entries, file_errors, warnings = index_pack(service, kindgi, discovered, config)
 
     output = resolved(output_path or pack_dir / "index.json")
-    version = artifact_version or _auto_artifact_version(output)
+    # /dev/stdout on a pipe resolves to "pipe:[N]", which no path reaches: a device or a pipe
+    # is written into as it was named.
+    target = output_path if output_path is not None and _is_special(output_path) else output
+    version = artifact_version or _auto_artifact_version(target)
     when = published_at or datetime.now(timezone.utc).isoformat(timespec="milliseconds").replace(
         "+00:00", "Z")
     index = {
@@ -210,7 +213,7 @@ def run_indexer(service, pack_dir, config_path=None, output_path=None, artifact_
         return _err("manifest-validation-failed", "The index does not match pack-index.schema.json "
                     "at %s: %s" % (issues[0]["instancePath"] or "/", issues[0]["message"]))
     try:
-        _atomic_write(output, stable_dumps(index) + "\n")
+        _atomic_write(target, stable_dumps(index) + "\n")
     except (OSError, UnicodeEncodeError) as cause:   # a lone surrogate (from argv or pack code) isn't UTF-8
         return _err("output-write-failed", "Failed to write %s: %s" % (output, cause),
                     file_path=str(output))

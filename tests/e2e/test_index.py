@@ -475,6 +475,16 @@ def test_an_output_that_is_a_named_pipe_is_written_into_not_replaced(tmp_path):
     assert sorted(os.listdir(str(tmp_path))) == ["index.fifo", "pack"]
 
 
+def test_output_dev_stdout_on_a_pipe_is_written_into(tmp_path):
+    """--output /dev/stdout with stdout a pipe (`... | sha256sum`): its link leads to "pipe:[N]",
+    which no path reaches, and the index could not be written; it goes into the pipe."""
+    root = copy_pack(PACKS / "env-empty", tmp_path / "pack")
+    ran = run_index(["--pack-dir", root, "--output", "/dev/stdout"] + PINS)
+    assert ran.code == 0, ran
+    assert ran.stdout.startswith((EXPECTED / "env-empty.index.json").read_text(encoding="utf-8")), ran
+    assert not (root / "index.json").exists()
+
+
 def test_artifact_version_and_published_at_default_to_today(tmp_path):
     root = copy_pack(PACKS / "env-empty", tmp_path / "pack")
     days = {(datetime.now(timezone.utc) + timedelta(seconds=s)).strftime("%Y%m%d") for s in (0, 60)}
