@@ -2184,7 +2184,7 @@ def _k_dynamic_ref(c, schema, value, kpath, spath, cx):
 
 
 def _counted(call):
-    """A checker whose evaluations count only when it passes (Ajv's callRef, dependentSchemas)."""
+    """A checker whose evaluations count only when it passes (a called $ref, dependentSchemas)."""
     def check(inst, path, errors, ann):
         if ann is None:
             return call(inst, path, errors, None)
