@@ -1053,7 +1053,7 @@ _TYPE_NAMES = frozenset(["string", "number", "integer", "boolean", "null", "arra
 _SCHEMA_MAPS = ("properties", "patternProperties", "$defs", "definitions", "dependentSchemas")
 _SCHEMA_LISTS = ("allOf", "anyOf", "oneOf", "prefixItems")
 _SCHEMA_ONE = ("items", "contains", "not", "if", "then", "else", "additionalProperties",
-               "propertyNames", "unevaluatedItems", "unevaluatedProperties", "additionalItems")
+               "propertyNames", "unevaluatedItems", "unevaluatedProperties")
 # The kind of value each keyword takes, as _Compiler.index checks it (others: anything).
 _VALUE_KINDS = {"type": "type", "multipleOf": "positive", "required": "names", "enum": "array",
                 "uniqueItems": "boolean", "nullable": "boolean", "pattern": "pattern", "format": "format",
