@@ -1638,6 +1638,25 @@ def primitives_of(module, kind):
     return found
 
 
+def tool_for(tools, entry):
+    """The module's tool for the entry: the one with its id and version, else the first with
+    its id (the official service takes the first, whatever its version: a module that defines
+    two versions of a tool would run the first's code for both)."""
+    same_id = [tool for tool in tools if tool.id == entry.id]
+    for tool in same_id:
+        if getattr(tool, "version", None) == entry.version:
+            return tool
+    return same_id[0] if same_id else None
+
+
+def check_for(guardrails, entry):
+    """The module's guardrail for the entry: the first whose check id, or id, it names."""
+    for guardrail in guardrails:
+        if entry.check_id in (guardrail.check_id, guardrail.id):
+            return guardrail
+    return None
+
+
 class Pack:
     """The index, the imported modules and each entry's primitive and validators."""
 
@@ -1670,13 +1689,12 @@ class Pack:
         problems = []
         shared = {}   # equal schemas (a pack repeats shapes) are compiled once
         for entry in self.index.tools:
-            self._resolve(entry, self.kindgi.Tool, lambda p, e: p.id == e.id,
+            self._resolve(entry, self.kindgi.Tool, tool_for,
                           "handler-shape-invalid", "Module '%s' does not define handler \"%s\"", problems)
             entry.input_validator, entry.input_schema_error = compile_schema(entry.input, shared)
             entry.output_validator, entry.output_schema_error = compile_schema(entry.output, shared)
         for entry in self.index.checks:
-            self._resolve(entry, self.kindgi.Guardrail,
-                          lambda p, e: e.check_id in (p.check_id, p.id),
+            self._resolve(entry, self.kindgi.Guardrail, check_for,
                           "check-shape-invalid", "Module '%s' does not define check \"%s\"", problems)
             if entry.config_schema is not None:
                 entry.config_validator, entry.config_schema_error = compile_schema(entry.config_schema, shared)
@@ -1705,7 +1723,7 @@ class Pack:
                 refused.append(schema_refused('Check "%s"' % entry.check_id, "config", entry.config_schema_error))
         return refused
 
-    def _resolve(self, entry, kind, matches, code, text, problems):
+    def _resolve(self, entry, kind, pick, code, text, problems):
         path = relative_module_path(entry.module_path, self.root)
         name = getattr(entry, "check_id", entry.id)
         try:
@@ -1722,11 +1740,9 @@ class Pack:
         key = (module_name, kind)
         if key not in self.primitives:
             self.primitives[key] = primitives_of(module, kind)
-        for primitive in self.primitives[key]:
-            if matches(primitive, entry):
-                entry.primitive = primitive
-                return
-        entry.problem = (code, text % (entry.module_path, name))
+        entry.primitive = pick(self.primitives[key], entry)
+        if entry.primitive is None:
+            entry.problem = (code, text % (entry.module_path, name))
 
 
 def compile_schema(schema, shared):

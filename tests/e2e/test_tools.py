@@ -29,6 +29,18 @@ def mixed(input):
     return {"version": %(mixed)s}
 '''
 
+TWICE = '''\
+from kindgi import tool
+
+@tool(description="A test tool.", id="twice", version="1.0.0", input={"type": "object"}, output={})
+def twice_first(input):
+    return {"ran": "1.0.0"}
+
+@tool(description="A test tool.", id="twice", version="2.0.0", input={"type": "object"}, output={})
+def twice_second(input):
+    return {"ran": "2.0.0"}
+'''
+
 BASIC = '''\
 import asyncio
 from kindgi import tool
@@ -294,6 +306,7 @@ def service(module_launcher, tmp_path_factory):
     pack.module("tools/v1.py", (MULTI + MIXED) % {"v": "1.0.0", "mixed": "None"})
     pack.module("tools/v2.py", (MULTI + MIXED) % {"v": "2.0.0", "mixed": '"2.0.0"'})
     pack.module("tools/v11.py", MULTI % {"v": "1.1.0"})
+    pack.module("tools/twice.py", TWICE)
     pack.module("tools/strict.py", BASIC.replace('id="seen"', 'id="strict"'))
     pack.module("tools/basic.py", BASIC)
     pack.module("tools/context.py", CONTEXT)
@@ -307,6 +320,8 @@ def service(module_launcher, tmp_path_factory):
     pack.tool("multi", "tools/v2.py", version="2.0.0")
     pack.tool("multi", "tools/v11.py", version="1.1.0")
     pack.tool("mixed", "tools/v1.py")
+    for version in ("1.0.0", "2.0.0", "3.0.0"):   # 3.0.0: an index the module doesn't match
+        pack.tool("twice", "tools/twice.py", version=version)
     pack.tool("mixed", "tools/v2.py", version="2.0.0")
     pack.tool("single", "tools/basic.py", version="1.0.0")
     pack.tool("plain", "tools/basic.py")
@@ -364,6 +379,14 @@ def test_several_versions_and_another_named(service, asked):
 def test_unversioned_entry_prints_unversioned(service):
     assert call(service, "mixed") == mismatch("mixed", "unversioned, 2.0.0", "named none")
     assert output_of(service, "mixed", version="2.0.0") == {"version": "2.0.0"}
+
+
+def test_two_versions_in_one_module_each_run_their_own_code(service):
+    """The official service runs the module's first tool with the id, whatever its version: a
+    call for 2.0.0 ran 1.0.0's code.  Where no tool has the entry's version, the first runs."""
+    assert output_of(service, "twice", version="1.0.0") == {"ran": "1.0.0"}
+    assert output_of(service, "twice", version="2.0.0") == {"ran": "2.0.0"}
+    assert output_of(service, "twice", version="3.0.0") == {"ran": "1.0.0"}
 
 
 def test_single_version_runs_when_none_is_named(service):
