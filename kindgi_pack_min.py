@@ -5109,7 +5109,7 @@ def _standin_fixed_schema(source):
         return {"additionalProperties": True, "type": "object"}
     if source is object or (typing is not None and source is typing.Any):
         return {}
-    if source is type(None):
+    if source is None or source is type(None):
         return {"type": "null"}
     return None
 
@@ -5214,6 +5214,15 @@ def _standin_schema(source, mode, where, what):
         raise DefinitionError("%s: the input must be an object type (a model, TypedDict, or object schema)"
                               % where)
     return schema
+
+
+def _standin_has_pydantic():
+    """Whether pydantic can be imported: without it, only a dict or a fixed type has a schema."""
+    try:
+        import pydantic  # noqa: F401
+    except ImportError:
+        return False
+    return True
 
 
 def _standin_adapter(annotation):
@@ -5654,6 +5663,13 @@ class Agent(_StandinDefinition):
             if not isinstance(ref.get("prompt"), str) or not isinstance(ref.get("version"), str):
                 raise DefinitionError('%s: instructions must be a string, or a prompt block {"prompt", '
                                       '"version"}' % where)
+        output = self.output
+        if isinstance(output, Mapping) and "schema" in output:
+            output = output["schema"]
+        if isinstance(output, Mapping) or _standin_fixed_schema(output) is not None or output is None:
+            return
+        if not _standin_has_pydantic():   # else the indexer derives the schema, as the SDK's does
+            _standin_schema(output, "validation", where, "output")
 
 
 class Flow(_StandinDefinition):
