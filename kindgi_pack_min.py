@@ -5393,12 +5393,23 @@ class _StandinData:
         return "%s(%s)" % (type(self).__name__, shown)
 
 
+class _StandinFrozen(_StandinData):
+    """Base of Tool and Guardrail: frozen after it is made, as the SDK's (a frozen dataclass), so
+    that pack code assigning to one fails at import here as there, not later and differently."""
+
+    def __setattr__(self, name, value):
+        raise _standin_frozen("cannot assign to field %r" % name)
+
+    def __delattr__(self, name):
+        raise _standin_frozen("cannot delete field %r" % name)
+
+
 def _standin_fields(required, **defaults):
     """``_fields`` of a data class: the required names in order, then those with defaults."""
     return tuple((name, _STANDIN_REQUIRED) for name in required.split()) + tuple(defaults.items())
 
 
-class Tool(_StandinData):
+class Tool(_StandinFrozen):
     """A tool: its handler plus what the service needs to call it and the indexer to list it."""
 
     _fields = _standin_fields(
@@ -5532,7 +5543,7 @@ def _standin_http_tool(*, id, description, input, output, method, url_template, 
 
 # --- Guardrails ---------------------------------------------------------------
 
-class Guardrail(_StandinData):
+class Guardrail(_StandinFrozen):
     """A guardrail: its check function plus how to parse its config and trace."""
 
     _fields = _standin_fields(
