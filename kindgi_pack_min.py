@@ -5125,7 +5125,7 @@ def _standin_fixed_schema(source):
         return {"additionalProperties": True, "type": "object"}
     if source is object or (typing is not None and source is typing.Any):
         return {}
-    if source is type(None):
+    if source is None or source is type(None):
         return {"type": "null"}
     return None
 
@@ -5230,6 +5230,15 @@ def _standin_schema(source, mode, where, what):
         raise DefinitionError("%s: the input must be an object type (a model, TypedDict, or object schema)"
                               % where)
     return schema
+
+
+def _standin_has_pydantic():
+    """Whether pydantic can be imported: without it, only a dict or a fixed type has a schema."""
+    try:
+        import pydantic  # noqa: F401
+    except ImportError:
+        return False
+    return True
 
 
 def _standin_adapter(annotation):
@@ -5400,12 +5409,23 @@ class _StandinData:
         return "%s(%s)" % (type(self).__name__, shown)
 
 
+class _StandinFrozen(_StandinData):
+    """Base of Tool and Guardrail: frozen after it is made, as the SDK's (a frozen dataclass), so
+    that pack code assigning to one fails at import here as there, not later and differently."""
+
+    def __setattr__(self, name, value):
+        raise _standin_frozen("cannot assign to field %r" % name)
+
+    def __delattr__(self, name):
+        raise _standin_frozen("cannot delete field %r" % name)
+
+
 def _standin_fields(required, **defaults):
     """``_fields`` of a data class: the required names in order, then those with defaults."""
     return tuple((name, _STANDIN_REQUIRED) for name in required.split()) + tuple(defaults.items())
 
 
-class Tool(_StandinData):
+class Tool(_StandinFrozen):
     """A tool: its handler plus what the service needs to call it and the indexer to list it."""
 
     _fields = _standin_fields(
@@ -5539,7 +5559,7 @@ def _standin_http_tool(*, id, description, input, output, method, url_template, 
 
 # --- Guardrails ---------------------------------------------------------------
 
-class Guardrail(_StandinData):
+class Guardrail(_StandinFrozen):
     """A guardrail: its check function plus how to parse its config and trace."""
 
     _fields = _standin_fields(
@@ -5670,6 +5690,13 @@ class Agent(_StandinDefinition):
             if not isinstance(ref.get("prompt"), str) or not isinstance(ref.get("version"), str):
                 raise DefinitionError('%s: instructions must be a string, or a prompt block {"prompt", '
                                       '"version"}' % where)
+        output = self.output
+        if isinstance(output, Mapping) and "schema" in output:
+            output = output["schema"]
+        if isinstance(output, Mapping) or _standin_fixed_schema(output) is not None or output is None:
+            return
+        if not _standin_has_pydantic():   # else the indexer derives the schema, as the SDK's does
+            _standin_schema(output, "validation", where, "output")
 
 
 class Flow(_StandinDefinition):

@@ -169,6 +169,25 @@ def test_agents_and_flows_are_equal_only_to_themselves(kindgi):
     assert one.module == __name__
 
 
+def test_tools_and_guardrails_are_frozen_as_the_sdks_are(kindgi):
+    """The SDK's Tool and Guardrail are frozen dataclasses: a module that assigns to one fails at
+    import (a file error) with either kindgi, instead of being indexed with what it assigned."""
+    made = [kindgi.tool(id="t", description="d", input=OBJECT, output={})(lambda input: input),
+            kindgi.guardrail(id="g", on_violation="block")(lambda config, trace: True)]
+    frozen = AttributeError if sys.version_info < (3, 7) else __import__("dataclasses").FrozenInstanceError
+    for primitive in made:
+        with pytest.raises(frozen) as assigned:
+            primitive.version = "2.0.0"
+        assert str(assigned.value) == "cannot assign to field 'version'"
+        with pytest.raises(frozen) as deleted:
+            del primitive.id
+        assert str(deleted.value) == "cannot delete field 'id'"
+        assert primitive.id in ("t", "g") and getattr(primitive, "version", None) is None
+    agent = kindgi.Agent(id="a", version="1.0.0", name="n", instructions="i")
+    agent.version = "2.0.0"   # an Agent (and a Flow) is not frozen, in the SDK either
+    assert agent.version == "2.0.0"
+
+
 @pytest.mark.parametrize("make, message", [
     (lambda k: k.Agent(), "Agent.__init__() missing 4 required positional arguments: 'id', 'version', 'name', "
                           "and 'instructions'"),

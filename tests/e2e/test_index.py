@@ -302,6 +302,28 @@ def test_an_exception_that_cant_be_printed_is_still_a_file_error(tmp_path):
     assert value["counts"]["tools"] == 1
 
 
+def test_without_pydantic_an_agents_typed_output_is_refused_not_a_traceback(tmp_path):
+    """Without pydantic (``-S``: no site-packages), an agent whose output is a type only pydantic
+    describes is a file error, as a tool's is, and the rest is indexed; an output block whose
+    schema is None is null, as pydantic gives it.  Both stopped the indexer with a traceback."""
+    agent = 'from kindgi import Agent\n\nA = Agent(id="acme.run.%s", version="1.0.0", name="n", instructions="i", ' \
+            'output=%s)\n'
+    root = write_files(tmp_path / "pack", {"pyproject.toml": CONFIG, "tools/t.py": TOOL,
+                                           "agents/typed.py": agent % ("typed", "int"),
+                                           "agents/null.py": agent % ("null", '{"schema": None, "name": "N"}')})
+    ran = run([PYTHON, "-S", SERVICE, "index", "--pack-dir", root, "--json"] + PINS)
+    assert (ran.code, ran.stderr) == (0, ""), ran
+    value = outcome_of(ran, root)["value"]
+    refused = ('Agent "acme.run.typed": cannot derive the output JSON Schema: the type int needs pydantic 2, '
+               'which is not installed: pass a JSON Schema dict instead, or install pydantic')
+    assert value["fileErrors"] == [{"code": "file-import-failed", "filePath": "agents/typed.py",
+                                    "message": "Failed to import agents/typed.py: DefinitionError: " + refused,
+                                    "cause": {"name": "DefinitionError", "message": refused}}]
+    assert value["counts"] == {"tools": 1, "guardrails": 0, "agents": 1, "flows": 0}
+    index = json.loads((root / "index.json").read_text(encoding="utf-8"))
+    assert index["agents"][0]["output"] == {"name": "N", "schema": {"type": "null"}}
+
+
 def test_a_broken_sdk_is_passed_over_as_the_service_passes_it_over(tmp_path):
     """An installed kindgi that raises at import: the service serves with its stand-in, and the
     indexer indexes with it too, the same bytes, not a traceback."""
