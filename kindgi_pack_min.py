@@ -4689,7 +4689,21 @@ def _standin_frozen_mapping(value):
 _STANDIN_EMPTY_MAPPING = types.MappingProxyType({})
 
 
-class ToolContext:
+class _StandinFrozen(object):
+    """Base of ToolContext, Tool and Guardrail: frozen once made, as the SDK's (frozen
+    dataclasses), so that pack code assigning to one fails here as there, at import for a
+    tool, not later and differently."""
+
+    __slots__ = ()
+
+    def __setattr__(self, name, value):
+        raise _standin_frozen("cannot assign to field %r" % name)
+
+    def __delattr__(self, name):
+        raise _standin_frozen("cannot delete field %r" % name)
+
+
+class ToolContext(_StandinFrozen):
     """What a handler knows about its call: ids, env, secrets, cancellation, log.
 
     Immutable; the mappings are read-only copies; repr() leaves out the
@@ -4708,12 +4722,6 @@ class ToolContext:
                   _STANDIN_NOOP_LOGGER if log is None else log, idempotency_key)
         for set_field, value in zip(_STANDIN_CTX_SETTERS, values):   # in __slots__ order
             set_field(self, value)
-
-    def __setattr__(self, name, value):
-        raise _standin_frozen("cannot assign to field %r" % name)
-
-    def __delattr__(self, name):
-        raise _standin_frozen("cannot delete field %r" % name)
 
     def __repr__(self):
         shown = ", ".join("%s=%r" % (name, getattr(self, name)) for name in self.__slots__
@@ -5409,23 +5417,12 @@ class _StandinData:
         return "%s(%s)" % (type(self).__name__, shown)
 
 
-class _StandinFrozen(_StandinData):
-    """Base of Tool and Guardrail: frozen after it is made, as the SDK's (a frozen dataclass), so
-    that pack code assigning to one fails at import here as there, not later and differently."""
-
-    def __setattr__(self, name, value):
-        raise _standin_frozen("cannot assign to field %r" % name)
-
-    def __delattr__(self, name):
-        raise _standin_frozen("cannot delete field %r" % name)
-
-
 def _standin_fields(required, **defaults):
     """``_fields`` of a data class: the required names in order, then those with defaults."""
     return tuple((name, _STANDIN_REQUIRED) for name in required.split()) + tuple(defaults.items())
 
 
-class Tool(_StandinFrozen):
+class Tool(_StandinFrozen, _StandinData):
     """A tool: its handler plus what the service needs to call it and the indexer to list it."""
 
     _fields = _standin_fields(
@@ -5559,7 +5556,7 @@ def _standin_http_tool(*, id, description, input, output, method, url_template, 
 
 # --- Guardrails ---------------------------------------------------------------
 
-class Guardrail(_StandinFrozen):
+class Guardrail(_StandinFrozen, _StandinData):
     """A guardrail: its check function plus how to parse its config and trace."""
 
     _fields = _standin_fields(
