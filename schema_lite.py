@@ -1056,7 +1056,7 @@ _SCHEMA_ONE = ("items", "contains", "not", "if", "then", "else", "additionalProp
                "propertyNames", "unevaluatedItems", "unevaluatedProperties")
 # The kind of value each keyword takes, as _Compiler.index checks it (others: anything).
 _VALUE_KINDS = {"type": "type", "multipleOf": "positive", "required": "names", "enum": "array",
-                "uniqueItems": "boolean", "nullable": "boolean", "pattern": "pattern", "format": "format",
+                "uniqueItems": "boolean", "pattern": "pattern", "format": "format",
                 "$ref": "ref", "$dynamicRef": "dynamic ref", "$anchor": "anchor", "$dynamicAnchor": "anchor",
                 "$id": "string", "dependentRequired": "names map", "dependencies": "dependencies",
                 "patternProperties": "pattern map", "unevaluatedItems": "unevaluated",
@@ -1066,9 +1066,10 @@ for _key in ("maximum", "minimum", "exclusiveMaximum", "exclusiveMinimum"):
 for _key in ("maxLength", "minLength", "maxItems", "minItems", "maxProperties", "minProperties",
              "maxContains", "minContains"):
     _VALUE_KINDS[_key] = "count"
-# Annotations: Ajv's meta-schema refuses a value of another kind; here only strict mode does.
+# Annotations: Ajv's meta-schema refuses a value of another kind; here only strict mode does.  So
+# for nullable (Ajv's OpenAPI keyword, unknown to draft 2020-12): only true means anything.
 for _keys, _value_kind in ((("title", "description", "$comment", "contentMediaType", "contentEncoding"), "text"),
-                           (("deprecated", "readOnly", "writeOnly"), "flag"), (("examples",), "list")):
+                           (("deprecated", "readOnly", "writeOnly", "nullable"), "flag"), (("examples",), "list")):
     for _key in _keys:
         _VALUE_KINDS[_key] = _value_kind
 for _keys, _value_kind in ((_SCHEMA_ONE, "schema"), (_SCHEMA_LISTS, "schemas"), (_SCHEMA_MAPS, "schema map")):

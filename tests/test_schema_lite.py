@@ -646,6 +646,27 @@ def test_non_strict_accepts_what_python_packs_send():
         SchemaValidator(pydantic_like, strict=True)
 
 
+# The official Python service (jsonschema's Draft202012Validator) takes each of these schemas and
+# answers these instances so; they were refused here, so every call of such a tool failed.
+@pytest.mark.parametrize("schema, valid, invalid", [
+    # nullable is no draft 2020-12 keyword: a value other than true means nothing (was "must be a boolean")
+    ({"type": "string", "nullable": None}, ["a"], [None, 1]),
+    ({"type": "string", "nullable": "yes"}, ["a"], [None]),
+    ({"properties": {"p": {"nullable": 1}}}, [{"p": 2}], []),
+])
+def test_non_strict_accepts_what_the_official_service_accepts(schema, valid, invalid):
+    for lazy in (False, True):
+        v = SchemaValidator(schema, lazy=lazy)
+        assert [v.is_valid(x) for x in valid + invalid] == [True] * len(valid) + [False] * len(invalid)
+        assert [v.issues(x) == [] for x in valid] == [True] * len(valid)
+
+
+def test_nullable_other_than_a_boolean_is_refused_in_strict_mode():
+    with pytest.raises(SchemaError) as info:
+        SchemaValidator({"type": "string", "nullable": None}, strict=True)
+    assert str(info.value) == '"nullable" at #/nullable: must be a boolean'
+
+
 @pytest.mark.parametrize("schema", [
     {"properties": {"a": {"type": "string"}}},
     {"type": "object", "properties": {"a": {}}, "required": ["a", "b"]},
