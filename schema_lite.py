@@ -1479,8 +1479,8 @@ class _Compiler(object):
                 ok, detail = len(set(names)) == len(names), "type names must be unique"
         elif kind == "schema" or kind == "unevaluated":
             ok, detail = t is dict or t is bool, "must be a schema (an object or a boolean)"
-        elif kind == "count":
-            ok, detail = (t is int or t is float) and _is_integer(value) and value >= 0, \
+        elif kind == "count":   # of any size: a limit past the doubles' range is one nothing reaches
+            ok, detail = (t is int or t is float and _is_integer(value)) and value >= 0, \
                 "must be a non-negative integer"
         elif kind == "number":
             ok, detail = t is int or t is float, "must be a number"

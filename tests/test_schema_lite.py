@@ -653,6 +653,11 @@ def test_non_strict_accepts_what_python_packs_send():
     ({"type": "string", "nullable": None}, ["a"], [None, 1]),
     ({"type": "string", "nullable": "yes"}, ["a"], [None]),
     ({"properties": {"p": {"nullable": 1}}}, [{"p": 2}], []),
+    # a count past the doubles' range (Python's JSON reads it exactly; was "must be a non-negative integer")
+    ({"type": "string", "maxLength": 10 ** 400}, ["abc"], [1]),
+    ({"type": "array", "minItems": 10 ** 400}, [], [[1, 2]]),
+    ({"type": "array", "contains": {"type": "integer"}, "minContains": 1, "maxContains": 10 ** 400},
+     [[1, 1]], [["a"]]),
 ])
 def test_non_strict_accepts_what_the_official_service_accepts(schema, valid, invalid):
     for lazy in (False, True):
