@@ -1939,6 +1939,8 @@ _COMPARE = {"maximum": ("<=", lambda lim: lambda x: x <= lim),
 
 @_keyword("maximum", "minimum", "exclusiveMaximum", "exclusiveMinimum")
 def _k_number_limit(c, schema, value, kpath, spath, cx):
+    if value != value:   # NaN (Python's JSON reads it): no number compares with it, so none fails
+        return None
     keyword = kpath.rsplit("/", 1)[1]
     op, passes = _COMPARE[keyword]
     return _check_that(keyword, kpath, {"comparison": op, "limit": _js_value(value)},

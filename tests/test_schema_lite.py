@@ -672,6 +672,15 @@ def test_nullable_other_than_a_boolean_is_refused_in_strict_mode():
     assert str(info.value) == '"nullable" at #/nullable: must be a boolean'
 
 
+@pytest.mark.parametrize("keyword", ["maximum", "minimum", "exclusiveMaximum", "exclusiveMinimum"])
+def test_a_nan_limit_fails_no_number(keyword):
+    # Python's JSON reads NaN; no number compares with it, and both upstreams test "x > limit"
+    # (and the like) for a failure, so every number passes (here every number failed).
+    v = SchemaValidator({"type": "number", keyword: float("nan")})
+    assert [v.is_valid(x) for x in (0, -1.5, 10 ** 20, "a")] == [True, True, True, False]
+    assert v.issues(3) == []
+
+
 @pytest.mark.parametrize("schema", [
     {"properties": {"a": {"type": "string"}}},
     {"type": "object", "properties": {"a": {}}, "required": ["a", "b"]},
