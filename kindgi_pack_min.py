@@ -1886,7 +1886,7 @@ def parse_head(lines):
         if name == "content-length" and "," not in value:
             lengths.add(value)
         elif name == "content-length":   # "5, 5", as a proxy may join two of them, is the same 5 (RFC 9110 8.6)
-            lengths.update(part.strip() for part in value.split(","))
+            lengths.update(part.strip(" \t") for part in value.split(","))   # only SP and HTAB pad a list item
         elif name == "host":
             hosts += 1
         headers[name] = headers[name] + ", " + value if name in headers else value
@@ -1917,7 +1917,7 @@ def _framing(request, lengths):
     request.chunked = False
     request.length = 0
     if coding is not None:
-        if coding.strip().lower() != "chunked" or request.version == "HTTP/1.0":
+        if coding.lower() != "chunked" or request.version == "HTTP/1.0":   # "chunked\xa0" is no "chunked"
             raise HttpError(501 if request.version != "HTTP/1.0" else 400, "Unsupported Transfer-Encoding")
         request.chunked = True
     elif lengths:

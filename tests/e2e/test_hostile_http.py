@@ -265,6 +265,10 @@ SMUGGLED = b"GET /v1/info HTTP/1.1\r\nkindgi-pack-token: " + TOKEN.encode() + b"
     [b"transfer-encoding: chunked, chunked"],
     [b"transfer-encoding: gzip, chunked"],
     [b"transfer-encoding: identity"],
+    [b"transfer-encoding: chunked\xa0"],      # NBSP and NEL are no whitespace in HTTP
+    [b"transfer-encoding: \x85chunked"],
+    [b"content-length: 0,\xa00"],
+    [b"content-length: \x850, 0"],
 ], ids=lambda framing: short_id(b" + ".join(framing)))
 def test_ambiguous_framing_is_refused_and_nothing_is_smuggled(service, framing):
     """Content-Length with Transfer-Encoding, or any framing a proxy could read differently.
