@@ -1931,6 +1931,8 @@ def _framing(request, lengths):
         request.keep_alive = "close" not in connection
     else:
         request.keep_alive = "keep-alive" in connection
+    if request.method == "CONNECT" or ("upgrade" in headers and "upgrade" in connection):
+        request.keep_alive = False   # a proxy that honours it takes the bytes after it for a tunnel, not requests
 
 
 def read_chunked(rfile, take):
