@@ -1787,6 +1787,7 @@ TOKEN_CHARS = rb"[!#$%&'*+\-.^_`|~0-9A-Za-z]"
 METHOD_START = re.compile(TOKEN_CHARS + rb"+( |$)")
 CONTROL_IN_VALUE = re.compile(rb"[\x00-\x08\x0a-\x1f\x7f]").search   # HTAB is allowed
 HTTP_VERSION = re.compile(r"HTTP/[0-9]\.[0-9]\Z")
+HOST_VALUE = re.compile(r"[A-Za-z0-9\-._~%!$&'()*+,;=:\[\]]*\Z")   # the characters of uri-host [":" port]
 CHUNK_LINE = re.compile(                                            # RFC 9112 section 7.1
     rb"([0-9A-Fa-f]{1,16})"
     rb"(?:[ \t]*;[ \t]*" + TOKEN_CHARS + rb"+"
@@ -1893,6 +1894,8 @@ def parse_head(lines):
     _framing(request, lengths)
     if hosts > 1 or (hosts == 0 and version == "HTTP/1.1"):   # RFC 9112 section 3.2: a MUST
         raise HttpError(400, "More than one Host header" if hosts else "Missing Host header")
+    if hosts and not HOST_VALUE.match(headers["host"]):   # RFC 9112 section 3.2: a MUST too
+        raise HttpError(400, "Malformed Host header")
     return request
 
 
