@@ -1787,6 +1787,7 @@ TOKEN_CHARS = rb"[!#$%&'*+\-.^_`|~0-9A-Za-z]"
 METHOD_START = re.compile(TOKEN_CHARS + rb"+( |$)")
 CONTROL_IN_VALUE = re.compile(rb"[\x00-\x08\x0a-\x1f\x7f]").search   # HTAB is allowed
 HTTP_VERSION = re.compile(r"HTTP/[0-9]\.[0-9]\Z")
+HOST_VALUE = re.compile(r"[A-Za-z0-9\-._~%!$&'()*+,;=:\[\]]*\Z")   # the characters of uri-host [":" port]
 CHUNK_LINE = re.compile(                                            # RFC 9112 section 7.1
     rb"([0-9A-Fa-f]{1,16})"
     rb"(?:[ \t]*;[ \t]*" + TOKEN_CHARS + rb"+"
@@ -1886,13 +1887,15 @@ def parse_head(lines):
         if name == "content-length" and "," not in value:
             lengths.add(value)
         elif name == "content-length":   # "5, 5", as a proxy may join two of them, is the same 5 (RFC 9110 8.6)
-            lengths.update(part.strip() for part in value.split(","))
+            lengths.update(part.strip(" \t") for part in value.split(","))   # only SP and HTAB pad a list item
         elif name == "host":
             hosts += 1
         headers[name] = headers[name] + ", " + value if name in headers else value
     _framing(request, lengths)
     if hosts > 1 or (hosts == 0 and version == "HTTP/1.1"):   # RFC 9112 section 3.2: a MUST
         raise HttpError(400, "More than one Host header" if hosts else "Missing Host header")
+    if hosts and not HOST_VALUE.match(headers["host"]):   # RFC 9112 section 3.2: a MUST too
+        raise HttpError(400, "Malformed Host header")
     return request
 
 
@@ -1917,7 +1920,7 @@ def _framing(request, lengths):
     request.chunked = False
     request.length = 0
     if coding is not None:
-        if coding.strip().lower() != "chunked" or request.version == "HTTP/1.0":
+        if coding.lower() != "chunked" or request.version == "HTTP/1.0":   # "chunked\xa0" is no "chunked"
             raise HttpError(501 if request.version != "HTTP/1.0" else 400, "Unsupported Transfer-Encoding")
         request.chunked = True
     elif lengths:
@@ -1931,6 +1934,8 @@ def _framing(request, lengths):
         request.keep_alive = "close" not in connection
     else:
         request.keep_alive = "keep-alive" in connection
+    if request.method == "CONNECT" or ("upgrade" in headers and "upgrade" in connection):
+        request.keep_alive = False   # a proxy that honours it takes the bytes after it for a tunnel, not requests
 
 
 def read_chunked(rfile, take):

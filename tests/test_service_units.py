@@ -132,6 +132,20 @@ def test_the_path_of_an_origin_or_absolute_form_target(target, path):
     assert kpm.target_path(target) == path
 
 
+@pytest.mark.parametrize("host", [b"a b", b"a/b", b"user@a", b"a\\b", b"a?b", b"a#b", b"\"a\"", b"caf\xc3\xa9.example"],
+                         ids=repr)
+def test_a_host_that_is_no_host_and_port_is_refused(host):
+    """RFC 9112 section 3.2: 400 for a Host field value that is not uri-host [":" port]."""
+    with pytest.raises(kpm.HttpError) as caught:
+        head(b"GET / HTTP/1.1\r\nHost: " + host + b"\r\n\r\n")
+    assert (caught.value.status, caught.value.message) == (400, "Malformed Host header")
+
+
+def test_a_host_and_port_in_any_form_is_taken():
+    for host in (b"pack", b"pack.ns.svc.cluster.local:8080", b"127.0.0.1:80", b"[::1]:8080", b"", b"my_pack-1:"):
+        assert head(b"GET / HTTP/1.1\r\nHost: " + host + b"\r\n\r\n").headers["host"] == host.decode()
+
+
 def test_an_http10_request_needs_no_host():
     assert head(b"GET / HTTP/1.0\r\n\r\n").headers == {}
 

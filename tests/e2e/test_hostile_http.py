@@ -223,6 +223,18 @@ def test_http11_closes_when_close_is_one_of_the_connection_options(service):
     assert [(a.status, a.header("connection")) for a in answers] == [(200, "close")] and closed
 
 
+@pytest.mark.parametrize("head", [
+    b"GET /healthz HTTP/1.1\r\nHost: a\r\nConnection: Upgrade\r\nUpgrade: websocket\r\n\r\n",
+    b"GET /healthz HTTP/1.1\r\nHost: a\r\nConnection: keep-alive, upgrade\r\nUpgrade: h2c\r\n\r\n",
+    b"CONNECT pack.internal:443 HTTP/1.1\r\nHost: pack.internal:443\r\n\r\n",
+], ids=["websocket", "h2c", "connect"])
+def test_after_an_upgrade_or_connect_request_the_connection_closes(service, head):
+    """The upgrade is not made, yet a proxy that takes it as made would send a tunnel's bytes,
+    not requests it has checked: none of them is read as a request."""
+    answers, closed = answers_to(service, head + get("/v1/info"))
+    assert len(answers) == 1 and answers[0].closes and closed, answers
+
+
 def test_an_absolute_form_target_is_routed_by_its_path(service):
     """RFC 9112 section 3.2.2: a server takes ``http://host/path`` as a target (a proxy sends it)."""
     answers, _ = answers_to(service, get("http://pack.internal:8080/v1/info?x=1")
@@ -265,6 +277,10 @@ SMUGGLED = b"GET /v1/info HTTP/1.1\r\nkindgi-pack-token: " + TOKEN.encode() + b"
     [b"transfer-encoding: chunked, chunked"],
     [b"transfer-encoding: gzip, chunked"],
     [b"transfer-encoding: identity"],
+    [b"transfer-encoding: chunked\xa0"],      # NBSP and NEL are no whitespace in HTTP
+    [b"transfer-encoding: \x85chunked"],
+    [b"content-length: 0,\xa00"],
+    [b"content-length: \x850, 0"],
 ], ids=lambda framing: short_id(b" + ".join(framing)))
 def test_ambiguous_framing_is_refused_and_nothing_is_smuggled(service, framing):
     """Content-Length with Transfer-Encoding, or any framing a proxy could read differently.
