@@ -282,6 +282,13 @@ def test_pinned_value_is_trimmed_and_read_in_any_case(launcher, pack):
     assert_mismatch(service.request("GET", "/v1/info"))
 
 
+def test_pinned_value_is_trimmed_as_javascript_trims(launcher, pack):
+    """A byte order mark and other Unicode spaces around the id are trimmed, as upstream trims them."""
+    service = launcher.start(pack.write(), env={"KINDGI_PACK_TENANT_ID": "\ufeff\u3000%s\u00a0\u2028" % TENANT})
+    assert service.request("GET", "/v1/info", headers=PINNED).status == 200
+    assert_mismatch(service.request("GET", "/v1/info", headers={"kindgi-tenant-id": OTHER}))
+
+
 NOT_A_UUID = ("KINDGI_PACK_TENANT_ID must be the tenant's id, a UUID such as "
               "3f2b8c1e-4a5d-4e6f-9a0b-1c2d3e4f5a6b. Got a value that isn't one.")
 NO_TENANT = ("KINDGI_PACK_TENANT_ID is 00000000-0000-4000-8000-000000000000, the id no tenant has: "
@@ -298,7 +305,12 @@ NO_TENANT = ("KINDGI_PACK_TENANT_ID is 00000000-0000-4000-8000-000000000000, the
     ("tenant\x7fa", NOT_A_UUID),
     ("00000000-0000-4000-8000-000000000000", NO_TENANT),
     (" 00000000-0000-4000-8000-000000000000 ", NO_TENANT),
-], ids=["word", "t-pinned", "no-dashes", "braces", "longer", "space", "control", "no-tenant", "no-tenant-spaced"])
+    # Not whitespace to JavaScript's trim(), as upstream reads the pin: not blank, and not a UUID.
+    ("\x1f", NOT_A_UUID),
+    ("\x85", NOT_A_UUID),
+    ("\x1c" + TENANT, NOT_A_UUID),
+], ids=["word", "t-pinned", "no-dashes", "braces", "longer", "space", "control", "no-tenant", "no-tenant-spaced",
+        "unit-separator", "next-line", "file-separator-before"])
 def test_a_pin_that_is_not_a_tenants_id_is_config_invalid(launcher, pack, value, problem):
     code, service = launcher.run(["--index", pack.write()], env={"KINDGI_PACK_TENANT_ID": value})
     assert code == 1
