@@ -13,6 +13,7 @@ are exempt, and an unpinned service ignores the header.
 
 import errno
 import hashlib
+import json
 import os
 import threading
 import time
@@ -138,8 +139,8 @@ def test_each_refusal_writes_one_record_saying_how(launcher, pack, tmp_path):
     assert [(r["via"], r["path"]) for r in records] == [("header", "/v1/invoke"), ("context", "/v1/invoke"),
                                                         ("header", "/v1/info")]
     for record in records:
-        assert (record["level"], record["message"], record["event"]) == (
-            "warn", "A call for another tenant was refused", "tenant-mismatch")
+        assert (record["level"], record["message"], record["event"], record["kind"]) == (
+            "warn", "A call for another tenant was refused", "tenant-mismatch", "tenant-mismatch")
         assert (record["packId"], record["artifactVersion"]) == ("test-pack", "art-1")
 
 
@@ -166,6 +167,27 @@ def test_tool_call_for_another_tenant_is_421_and_runs_nothing(pinned, tmp_path):
     assert not marker.exists()
     # The service allows one call at a time: a slot kept by a refused call would make this 503.
     assert mark_call(pinned, marker).status == 200
+
+
+def test_the_context_is_checked_before_the_tool_is_looked_up(pinned):
+    ctx = {"tenantId": OTHER, "runId": "run-1"}
+    assert_mismatch(pinned.call_tool("no-such-tool", {}, ctx=ctx, headers=PINNED))
+    assert_mismatch(pinned.call_tool("mark", {}, version="9.9.9", ctx=ctx, headers=PINNED))
+
+
+@pytest.mark.parametrize("first, last", [(OTHER, TENANT), (TENANT, OTHER)], ids=["pinned-last", "other-last"])
+def test_a_repeated_tenant_id_key_is_read_once_for_the_pin_and_the_handler(pinned, tmp_path, first, last):
+    """The last of two ``tenantId`` keys is the one both the pin and the handler see."""
+    marker = tmp_path / "ran"
+    body = ('{"v":2,"kind":"invoke","tool":{"id":"mark"},"input":{"path":%s},'
+            '"ctx":{"tenantId":"%s","runId":"run-1","tenantId":"%s"}}' % (json.dumps(str(marker)), first, last))
+    response = pinned.invoke(body, headers=dict(PINNED, **{"content-type": "application/json"}))
+    if last == TENANT:
+        assert response.status == 200, response
+        assert response.json["output"] == {"tenant": TENANT}
+    else:
+        assert_mismatch(response)
+        assert not marker.exists()
 
 
 def test_malformed_messages_still_get_their_200_error(pinned):
