@@ -878,8 +878,8 @@ NO_TENANT = "00000000-0000-4000-8000-000000000000"   # the id no tenant has
 # What JavaScript's trim() removes: the pin is read as the upstream TypeScript service reads it.
 # str.strip() would also remove \x1c-\x1f and \x85 (so a pin of those alone served unpinned, where
 # upstream refuses to boot) and keep \ufeff.
-JS_TRIMMED = "\t\n\x0b\x0c\r \xa0\u1680\u2000\u2001\u2002\u2003\u2004\u2005\u2006\u2007\u2008\u2009\u200a" \
-             "\u2028\u2029\u202f\u205f\u3000\ufeff"
+JS_TRIMMED = ("\t\n\x0b\x0c\r \xa0\u1680\u2000\u2001\u2002\u2003\u2004\u2005\u2006\u2007\u2008\u2009\u200a"
+              "\u2028\u2029\u202f\u205f\u3000\ufeff")
 MANY = 10 ** 18   # what read_decimal makes of a number past 18 digits
 
 
