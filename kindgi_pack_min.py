@@ -1096,6 +1096,14 @@ def read_config(argv, environ, handoff=None):
     test_problem = read_test_settings(environ.get(TEST_SETTINGS_VAR, ""), config)
     if test_problem:
         problems.append(test_problem)
+    relative = [path for path in (config.index_path, config.module_root) if path and not os.path.isabs(path)]
+    if relative:
+        try:
+            os.getcwd()
+        except OSError as exc:   # the folder it was started in was removed since: a relative path leads nowhere
+            problems.extend("%s is a relative path, and the current folder is gone (%s)"
+                            % (json.dumps(path), exc.strerror) for path in relative)
+            return config, problems
     if config.module_root is None:
         config.module_root = os.path.dirname(os.path.abspath(config.index_path))
     return config, problems
