@@ -1101,6 +1101,14 @@ def read_config(argv, environ, handoff=None):
     test_problem = read_test_settings(environ.get(TEST_SETTINGS_VAR, ""), config)
     if test_problem:
         problems.append(test_problem)
+    relative = [path for path in (config.index_path, config.module_root) if path and not os.path.isabs(path)]
+    if relative:
+        try:
+            os.getcwd()
+        except OSError as exc:   # the folder it was started in was removed since: a relative path leads nowhere
+            problems.extend("%s is a relative path, and the current folder is gone (%s)"
+                            % (json.dumps(path), exc.strerror) for path in relative)
+            return config, problems
     if config.module_root is None:
         config.module_root = os.path.dirname(os.path.abspath(config.index_path))
     return config, problems
@@ -3994,8 +4002,8 @@ class Lifecycle:
     def take_signals(self, records):
         """From now on a signal is acted on, and ``stopped`` written with ``records``.
 
-        Signals are held from the program's first line until now: one that
-        came earlier is acted on at once.
+        Signals are held from the program's first line (main()'s, for pip's
+        script) until now: one that came earlier is acted on at once.
         """
         self.records = records
         signal.pthread_sigmask(signal.SIG_UNBLOCK, STOP_SIGNALS)
@@ -4466,6 +4474,10 @@ def main(argv=None):
             sys.stderr.write("kindgi_pack_min index: %s: put kindgi_pack_index.py beside this file\n" % exc)
             return 1
         leave(kindgi_pack_index.main(argv[2:], sys.modules[__name__]), Limits())   # it imports the pack's modules
+    # Held here too, not only by the program's first line: pip's `kindgi-pack-min` script imports
+    # this module and calls main(), and a signal must still wait for the secrets to be hidden
+    # and, pending across a re-exec, for the new image's handlers.
+    signal.pthread_sigmask(signal.SIG_BLOCK, STOP_SIGNALS)
     lifecycle = Lifecycle()
     config, problems = read_config(argv[1:], os.environ, receive_handoff(os.environ))
     if config.action == "help":

@@ -675,6 +675,23 @@ def test_index_flag_wins_over_the_environment(launcher, tmp_path):
     assert service.request("GET", "/v1/info").json["packId"] == "from-flag"
 
 
+@pytest.mark.parametrize("relative", ["--index", "--module-root"])
+def test_a_relative_path_from_a_folder_removed_since_the_start_is_a_problem_not_a_traceback(launcher, tmp_path,
+                                                                                             relative):
+    """Relative paths start from the current folder; one removed under the service (a release folder
+    deleted, a temporary one cleaned) made working them out a traceback."""
+    index = str(echo_pack(tmp_path / "pack").write())
+    args = ["--index", "index.json"] if relative == "--index" else ["--index", index, "--module-root", "pack"]
+    gone = tmp_path / "gone"
+    gone.mkdir()
+    service = launcher.spawn([SERVICE] + args, env=service_env(), cwd=str(gone),
+                             preexec_fn=lambda: os.rmdir(str(gone)))   # after the child's chdir into it
+    assert service.wait_exit(30) == 1, service.raw_stderr
+    assert_no_traceback(service)
+    assert only_record(service, "config-invalid")["problems"] == [
+        "%s is a relative path, and the current folder is gone (No such file or directory)" % json.dumps(args[-1])]
+
+
 def test_default_index_path(launcher):
     if os.path.exists("/app/index.json"):
         pytest.skip("/app/index.json exists on this machine")

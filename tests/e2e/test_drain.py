@@ -824,12 +824,12 @@ def post_quietly(port, message):
         conn.close()
 
 
-def signalled_in_a_slow_step(launcher, pack_index, site, marker, **slow):
+def signalled_in_a_slow_step(launcher, pack_index, site, marker, program=None, **slow):
     """Start a service that must re-execute itself to hide its token, with one step slowed (see
     ``without_memory_writes_at_first_start``); SIGTERM it once ``site/marker`` says the step has
     begun.  Returns the service and its exit code."""
     service = launcher.start(pack_index, env=without_memory_writes_at_first_start(site, **slow),
-                             expect_listening=False)
+                             expect_listening=False, program=program)
     deadline = time.monotonic() + 10
     while not (site / marker).exists() and time.monotonic() < deadline:
         time.sleep(0.01)
@@ -865,6 +865,32 @@ def test_signal_while_the_secrets_are_hidden_waits_for_the_new_image(launcher, p
     site = tmp_path / "site"
     service, code = signalled_in_a_slow_step(launcher, pack_index, site, "starts-hiding", slow_hiding=True)
     assert code == 0, service.raw_stderr
+    starts = (site / "starts").read_text().split()
+    assert starts == [str(service.proc.pid)] * 2, "the first image acted on the signal before it re-executed"
+    assert service.records_of("listening") == []
+    assert lifecycle_tail(service)[-1] == "stopped"
+
+
+CONSOLE_SCRIPT = '''
+import sys
+sys.path.insert(0, %r)   # where pip puts the module
+from kindgi_pack_min import main
+sys.exit(main())
+'''
+
+
+@pytest.mark.parametrize("step,marker", [("slow_restart", "starts-restarting"), ("slow_hiding", "starts-hiding")])
+def test_a_signal_to_the_console_script_while_it_re_executes_is_not_lost(launcher, pack_index, tmp_path,
+                                                                          step, marker):
+    """pip's ``kindgi-pack-min`` script imports the module and calls ``main()``: the program's first
+    line, which holds the stop signals, never ran.  A signal in the new image's start killed it
+    (as PID 1, was ignored: the service served), and one while the secrets were hidden was taken
+    by the first image, which could be re-executing that instant.  ``main()`` holds them too."""
+    script = tmp_path / "kindgi-pack-min"
+    script.write_text(CONSOLE_SCRIPT % str(SERVICE.parent))
+    site = tmp_path / "site"
+    service, code = signalled_in_a_slow_step(launcher, pack_index, site, marker, program=script, **{step: True})
+    assert code == 0, "the signal killed the process before its handlers were in place"
     starts = (site / "starts").read_text().split()
     assert starts == [str(service.proc.pid)] * 2, "the first image acted on the signal before it re-executed"
     assert service.records_of("listening") == []
