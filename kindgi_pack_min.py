@@ -5476,6 +5476,12 @@ class Tool(_StandinFrozen, _StandinData):
         """Positional arguments for the handler: (input,) or (input, ctx)."""
         return (value, ctx) if self.takes_context else (value,)
 
+    def __class_getitem__(cls, params):
+        """``Tool[..., dict]``: the SDK's Tool is generic, so pack code may write that in an
+        annotation that runs at import (a module-level variable's); here it is Tool itself.
+        (Python 3.6 never calls this: there the SDK's annotations can't run either.)"""
+        return cls
+
 
 def _standin_tool(*, id, version=None, description=None, input=None, output=None, effects=(),
                   mutating=None, needs_approval_when_unattended=None, needs=None,

@@ -93,6 +93,15 @@ def test_when_one_annotation_cant_be_evaluated_all_stay_as_written():
     assert service._standin_hints(f, {}) == {"input": "dict", "ctx": "Undefined", "return": "dict"}
 
 
+@pytest.mark.skipif(sys.version_info < (3, 7), reason="Python 3.6 has no __class_getitem__")
+def test_tool_subscripts_as_the_sdks_generic_tool_does(kindgi):
+    """A module-level annotation runs at import: ``Tool[..., Any]`` there must not fail the boot."""
+    namespace = {}
+    exec("from typing import Any, Dict\nfrom kindgi import Tool\n"
+         "REGISTRY: Dict[str, Tool[..., Any]] = {}\n", namespace)
+    assert kindgi.Tool[[dict], dict] is kindgi.Tool
+
+
 @pytest.mark.parametrize("define, message", [
     (lambda k: k.tool(id="t", version="1.0", description="d", input=OBJECT, output={})(lambda i: i),
      'Tool "t": version must be an exact semver (e.g. 1.2.3), got \'1.0\''),
