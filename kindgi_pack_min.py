@@ -5737,8 +5737,13 @@ class Flow(_StandinDefinition):
 _standin_installed = {}
 
 
-def _standin_module(name, attrs, doc):
-    """A module object that the import system treats as already imported."""
+def _standin_module(name, attrs, doc, exported=None):
+    """A module object that the import system treats as already imported.
+
+    ``exported``: its ``__all__``, the names the SDK's module lists, so that ``from kindgi
+    import *`` brings what it brings there (``__version__``, and not ``log``, which would hide a
+    pack's own); by default every public name.
+    """
     is_package = "." not in name or name == "kindgi.pack"
     module = types.ModuleType(name, doc)
     module.__spec__ = importlib.machinery.ModuleSpec(name, None, is_package=is_package)
@@ -5747,6 +5752,8 @@ def _standin_module(name, attrs, doc):
     if is_package:
         module.__path__ = []
     module.__dict__.update(attrs)
+    if exported is not None:
+        module.__all__ = list(exported)
     return module
 
 
@@ -5780,9 +5787,10 @@ def install_standin(get_logger=None):
               "RunTrace": RunTrace, "ToolContext": ToolContext,
               "Primitive": (Tool, Guardrail, Agent, Flow)}   # a Union in the SDK: isinstance works alike
     modules = {
-        "kindgi.pack.context": _standin_module("kindgi.pack.context", context, "Call context."),
-        "kindgi.pack.trace": _standin_module("kindgi.pack.trace", trace, "Trace records."),
-        "kindgi.pack.define": _standin_module("kindgi.pack.define", define, "Definitions."),
+        "kindgi.pack.context": _standin_module("kindgi.pack.context", context, "Call context.", sorted(context)),
+        "kindgi.pack.trace": _standin_module("kindgi.pack.trace", trace, "Trace records.", sorted(trace)),
+        "kindgi.pack.define": _standin_module("kindgi.pack.define", define, "Definitions.", (
+            "Agent", "Flow", "Guardrail", "Primitive", "Tool", "guardrail", "http_tool", "tool")),
         "kindgi.log": _standin_module("kindgi.log", {   # what pack code imports for type hints and masking too
             "get_logger": standin_get_logger, "Logger": PackLogger, "noop_logger": _STANDIN_NOOP_LOGGER,
             "REDACTED": "[redacted]", "scrub_text": lambda text: scrub_text(text)}, "Logging for pack code."),
@@ -5795,7 +5803,7 @@ def install_standin(get_logger=None):
         del top[name]
     top.update(__version__=STANDIN_VERSION, pack=modules["kindgi.pack"], log=modules["kindgi.log"])
     modules["kindgi"] = _standin_module("kindgi", top, "Stand-in for the Kindgi SDK "
-                                        "(kindgi_pack_min, no SDK installed).")
+                                        "(kindgi_pack_min, no SDK installed).", sorted(set(top) - {"pack", "log"}))
     _standin_installed.update(modules)
     sys.modules.update(modules)
     return modules["kindgi"]

@@ -102,6 +102,21 @@ def test_tool_subscripts_as_the_sdks_generic_tool_does(kindgi):
     assert kindgi.Tool[[dict], dict] is kindgi.Tool
 
 
+@pytest.mark.parametrize("module, names", [
+    ("kindgi", ["Agent", "CallCancelled", "Cancellation", "CheckResult", "DefinitionError", "Flow", "Guardrail",
+                "ModelCallRecord", "RunTrace", "Tool", "ToolCallRecord", "ToolContext", "ToolResultRecord",
+                "__version__", "guardrail", "http_tool", "tool"]),
+    ("kindgi.pack.define", ["Agent", "Flow", "Guardrail", "Primitive", "Tool", "guardrail", "http_tool", "tool"]),
+    ("kindgi.pack.context", ["CallCancelled", "CancelReason", "Cancellation", "ToolContext"]),
+    ("kindgi.pack.trace", ["CheckResult", "ModelCallRecord", "RunTrace", "ToolCallRecord", "ToolResultRecord"]),
+])
+def test_import_star_brings_the_names_the_sdks_all_lists(kindgi, module, names):
+    """``from kindgi import *`` gives ``__version__``, and no ``log`` to hide a pack's own logger."""
+    namespace = {}
+    exec("from %s import *" % module, namespace)
+    assert sorted(set(namespace) - {"__builtins__"}) == names
+
+
 @pytest.mark.parametrize("define, message", [
     (lambda k: k.tool(id="t", version="1.0", description="d", input=OBJECT, output={})(lambda i: i),
      'Tool "t": version must be an exact semver (e.g. 1.2.3), got \'1.0\''),
