@@ -5056,6 +5056,14 @@ class _StandinRecord:
 
     model_validate = from_wire   # pydantic's name for it
 
+    def __copy__(self):
+        """``copy.copy``: the same field values, with extra fields of its own, as pydantic copies
+        a model: an extra field set on the copy does not appear on the original."""
+        copied = type(self).__new__(type(self))
+        copied.__dict__.update(self.__dict__)
+        copied.__dict__["model_extra"] = dict(self.model_extra)
+        return copied
+
     def __eq__(self, other):
         if type(other) is not type(self):
             return NotImplemented

@@ -5,6 +5,7 @@ Whole packs are compared with the SDK's indexer in tests/e2e/test_index_sdk.py (
 file-errors pack holds every refusal); here each rule is checked on its own, quickly.
 """
 
+import copy
 import functools
 import inspect
 import json
@@ -364,3 +365,13 @@ def test_pydantic_models_without_made_up_titles():
     schema = service.wire_schema(Outer)
     assert schema == {"title": "Chosen", "type": "object", "required": ["inner"], "properties": {"inner": {
         "type": "object", "required": ["textValue"], "properties": {"textValue": {"type": "string"}}}}}
+
+
+def test_a_copied_record_has_extra_fields_of_its_own(kindgi):
+    """``copy.copy`` of a check result, as of pydantic's model: an extra set on the copy stays off the original."""
+    result = kindgi.CheckResult(passed=True, verdict="fine")
+    copied = copy.copy(result)
+    copied.score = 2
+    copied.verdict = "changed"
+    assert result.to_wire() == {"passed": True, "verdict": "fine"}
+    assert copied.to_wire() == {"passed": True, "verdict": "changed", "score": 2}
