@@ -4750,6 +4750,15 @@ class ToolContext(_StandinFrozen):
                           if name not in ("secrets", "log"))
         return "ToolContext(%s)" % shown
 
+    def __eq__(self, other):
+        """Equal to a context whose fields but the logger are equal, as the SDK's (a dataclass whose
+        ``log`` is left out of comparing): ``ctx == copy.copy(ctx)``.  Unhashable there too."""
+        if other.__class__ is not self.__class__:
+            return NotImplemented
+        return all(getattr(self, name) == getattr(other, name) for name in self.__slots__ if name != "log")
+
+    __hash__ = None
+
     def __reduce__(self):
         """``copy.copy(ctx)``: a context with the same fields, as of the SDK's (its own setters
         are refused, so the default way of copying a slotted object can't be used)."""

@@ -375,3 +375,14 @@ def test_a_copied_record_has_extra_fields_of_its_own(kindgi):
     copied.verdict = "changed"
     assert result.to_wire() == {"passed": True, "verdict": "fine"}
     assert copied.to_wire() == {"passed": True, "verdict": "changed", "score": 2}
+
+
+def test_a_context_equals_its_copy_as_the_sdks_dataclass_does(kindgi):
+    """Equal field by field but for the logger; a context with another cancellation is another call's."""
+    ctx = kindgi.ToolContext.for_test(env={"A": "1"})
+    assert ctx == copy.copy(ctx) and not ctx != copy.copy(ctx)
+    assert ctx == kindgi.ToolContext("tenant-test", "run-test", env={"A": "1"}, cancellation=ctx.cancellation,
+                                     log=object())
+    assert ctx != kindgi.ToolContext.for_test(env={"A": "1"}) and ctx != "ctx"
+    with pytest.raises(TypeError):
+        hash(ctx)
