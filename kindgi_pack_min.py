@@ -4961,6 +4961,7 @@ def _standin_list_of(convert):
 
 
 _STANDIN_REQUIRED = object()
+_STANDIN_CONVERTERS = {str: _standin_str, int: _standin_int, float: _standin_float, bool: _standin_bool}
 
 
 class _StandinRecord:
@@ -4970,6 +4971,21 @@ class _StandinRecord:
     """
 
     _fields = ()
+
+    def __init_subclass__(cls, **kwargs):
+        """A pack's own subclass (``class Scored(CheckResult): score: float = 0.0``) declares its
+        annotated names as fields, as a pydantic model does: with the default it gives, else
+        required, so that ``to_wire`` carries them.  A str, int, float or bool field is converted
+        as the record's own are; any other is kept as given (pydantic is not needed)."""
+        super().__init_subclass__(**kwargs)
+        fields = list(cls._fields)
+        declared = {name for name, _, _ in fields}
+        for name, annotation in cls.__dict__.get("__annotations__", {}).items():
+            if name in declared or name.startswith("_") or "ClassVar" in str(annotation):
+                continue
+            convert = _STANDIN_CONVERTERS.get(annotation, _standin_any) if isinstance(annotation, type) else _standin_any
+            fields.append((name, convert, cls.__dict__.get(name, _STANDIN_REQUIRED)))
+        cls._fields = tuple(fields)
 
     def __init__(self, **fields):
         issues = []

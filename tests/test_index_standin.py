@@ -386,3 +386,19 @@ def test_a_context_equals_its_copy_as_the_sdks_dataclass_does(kindgi):
     assert ctx != kindgi.ToolContext.for_test(env={"A": "1"}) and ctx != "ctx"
     with pytest.raises(TypeError):
         hash(ctx)
+
+
+def test_a_check_results_subclass_declares_its_annotated_fields_as_pydantics_would(kindgi):
+    """``to_wire`` carries their defaults; str, int, float and bool are converted; a ClassVar is no field."""
+    class Scored(kindgi.CheckResult):
+        score: float = 0.0
+        matched_terms: typing.List[str] = []
+        label: typing.ClassVar[str] = "scored"
+        needed: int
+
+    assert Scored(passed=True, needed="3").to_wire() == {"passed": True, "score": 0.0, "matchedTerms": [], "needed": 3}
+    assert Scored(passed=False, score="1.5", matchedTerms=["a"], needed=1).to_wire() == {
+        "passed": False, "score": 1.5, "matchedTerms": ["a"], "needed": 1}
+    with pytest.raises(ValueError) as refused:
+        Scored(passed=True, score="high")
+    assert [issue["instancePath"] for issue in refused.value.issues] == ["/score", "/needed"]
