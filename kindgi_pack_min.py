@@ -5100,6 +5100,11 @@ class _StandinRecord:
         shown = ", ".join("%s=%r" % item for item in self._standin_items())
         return "%s(%s)" % (type(self).__name__, shown)
 
+    def __str__(self):
+        """The fields as pydantic's ``str()`` of a model writes them, ``passed=True reason='r'``: a
+        check's ``reason=f"{call}"`` reads the same here as on the SDK."""
+        return " ".join("%s=%r" % item for item in self._standin_items())
+
 
 def _standin_dumped(value, mode, by_alias, exclude_none, inside):
     """A value in a record's ``model_dump`` (an ``attributes`` dict, an extra field), as pydantic

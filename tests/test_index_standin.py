@@ -402,3 +402,12 @@ def test_a_check_results_subclass_declares_its_annotated_fields_as_pydantics_wou
     with pytest.raises(ValueError) as refused:
         Scored(passed=True, score="high")
     assert [issue["instancePath"] for issue in refused.value.issues] == ["/score", "/needed"]
+
+
+def test_a_records_text_is_pydantics(kindgi):
+    """``str()`` of a record, as in a check's ``reason=f"saw {call}"``, reads as the SDK's pydantic model's."""
+    call = kindgi.ToolCallRecord(tool_id="a", tool_name="A", at="now", extra=1)
+    assert str(call) == "tool_id='a' tool_name='A' arguments={} at='now' extra=1"
+    assert "%s" % kindgi.CheckResult(passed=True, attributes={"calls": [call]}) == (
+        "passed=True reason=None judge_response=None attributes={'calls': [ToolCallRecord(tool_id='a', "
+        "tool_name='A', arguments={}, at='now', extra=1)]}")
