@@ -1736,6 +1736,18 @@ class Pack:
                 refused.append(schema_refused('Check "%s"' % entry.check_id, "config", entry.config_schema_error))
         return refused
 
+    def _standin_lacks(self, exc):
+        """What to add to an import problem when it is the stand-in that lacks the name: pack code
+        imported a part of the SDK (``kindgi.client``, ``kindgi.log.create_logger``) that the
+        stand-in doesn't offer.  (Python 3.6 doesn't say which module a failed ``from ... import``
+        read, so there the problem is Python's alone.)"""
+        missing = getattr(exc, "name", None) if isinstance(exc, ImportError) else None
+        if self.kindgi is not _standin_installed.get("kindgi") or not isinstance(missing, str) \
+                or missing.split(".")[0] != "kindgi":
+            return ""
+        return (" (the kindgi SDK is not installed, so pack code gets the service's built-in stand-in, "
+                "which has only the names pack code uses most: install kindgi where the service runs)")
+
     def _resolve(self, entry, kind, pick, code, text, problems):
         path = relative_module_path(entry.module_path, self.root)
         name = getattr(entry, "check_id", entry.id)
@@ -1748,7 +1760,7 @@ class Pack:
                                                                        self.root, leads_to))
             module = importlib.import_module(module_name)
         except BaseException as exc:  # pack code: anything at all can come out of an import, KeyboardInterrupt too
-            problems.append("%s: %s" % (name, _safe_str(exc) or type(exc).__name__))
+            problems.append("%s: %s%s" % (name, _safe_str(exc) or type(exc).__name__, self._standin_lacks(exc)))
             return
         key = (module_name, kind)
         if key not in self.primitives:

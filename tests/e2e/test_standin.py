@@ -437,6 +437,24 @@ def test_a_type_that_needs_pydantic_fails_the_boot_saying_so(launcher, tmp_path)
     assert "pydantic" in text
 
 
+@pytest.mark.parametrize("source, says", [
+    ("import kindgi.client\n", "No module named 'kindgi.client'"),
+    ("from kindgi.log import create_logger\n", "create_logger"),
+])
+def test_a_part_of_the_sdk_the_stand_in_lacks_fails_the_boot_saying_so(launcher, tmp_path, source, says):
+    if "from" in source and subprocess.run([PYTHON, "-c", "import sys; sys.exit(sys.version_info < (3, 7))"]).returncode:
+        pytest.skip("Python 3.6 doesn't say which module a failed `from ... import` read")
+    text = boot_problem(launcher, tmp_path, lambda pack: pack.tool, "lacking", "tools/lacking.py", source)
+    assert says in text
+    assert "the kindgi SDK is not installed" in text and "stand-in" in text
+
+
+def test_a_packs_own_missing_module_is_not_blamed_on_the_stand_in(launcher, tmp_path):
+    text = boot_problem(launcher, tmp_path, lambda pack: pack.tool, "lacking", "tools/lacking.py",
+                        "import kindgi_helpers_of_the_pack\n")
+    assert text == "No module named 'kindgi_helpers_of_the_pack'"
+
+
 # -- pydantic, when the pack brings it ---------------------------------------------------------
 
 def run_python(code):
