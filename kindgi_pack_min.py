@@ -1686,6 +1686,11 @@ class Pack:
         for entry in index.checks:   # two entries of one check id: the last is the check, as upstream
             self.checks_by_id[entry.check_id] = entry
 
+    def has_async_code(self):
+        """Whether a tool's handler or a check is ``async``: only then does pack code need the event loop."""
+        entries = self.index.tools + self.index.checks
+        return any(getattr(entry.primitive, "is_async", False) for entry in entries)
+
     def missing_modules(self):
         paths = [e.module_path for e in self.index.tools] + [e.module_path for e in self.index.checks]
         missing = []
@@ -3015,6 +3020,13 @@ async def _guarded(call, awaitable, outcome):
         outcome.append((None, exc))
 
 
+def give_asyncio_a_child_watcher():
+    """Python 3.6 and 3.7: their child watcher needs a loop on the main thread; pack code runs
+    asyncio's child processes from other threads (``threaded_child_watcher``)."""
+    if sys.version_info < (3, 8):
+        sys.modules["asyncio"].set_child_watcher(threaded_child_watcher())
+
+
 def threaded_child_watcher():
     """Python 3.6 and 3.7: an asyncio child watcher that works for a loop off the main thread.
 
@@ -3640,10 +3652,17 @@ class PackService:
         pool opened with ``run_until_complete``, or, before Python 3.10, any
         ``asyncio.Lock()`` or ``Queue()``, which take the main thread's loop
         when they are made.  A pack that never imported asyncio gets its
-        loop at its first async call.  False when the loop's thread can't start.
+        loop at its first async call.  A pack with no async handler or check
+        leaves that loop alone, as the official service does: its sync
+        handlers may run the loop themselves (``LOOP.run_until_complete``
+        around a client the module made), which fails on a loop already
+        running.  False when the loop's thread can't start.
         """
         asyncio = sys.modules.get("asyncio")
         if asyncio is None:
+            return True
+        if not self.pack.has_async_code():
+            give_asyncio_a_child_watcher()
             return True
         with warnings.catch_warnings():
             warnings.simplefilter("ignore", DeprecationWarning)   # 3.12 and 3.13, when it makes one
@@ -3659,8 +3678,7 @@ class PackService:
     def _start_event_loop(self, loop):
         """Run ``loop`` in a thread of its own: False when the process can't start one."""
         loop.set_exception_handler(self.pack_task_failed)
-        if sys.version_info < (3, 8):   # Python 3.6 and 3.7: their child watcher needs a main-thread loop
-            sys.modules["asyncio"].set_child_watcher(threaded_child_watcher())
+        give_asyncio_a_child_watcher()
         if start_thread(self._run_event_loop, "event loop", loop) is None:
             return False
         self.loop = loop

@@ -9,7 +9,8 @@ JSON lines.  asyncio's child processes work, also on Python 3.6 and 3.7.
 Pack code that stops the loop, or a task that raises SystemExit, doesn't end
 it.  When a module set up an event loop on the main thread at
 import (a pool opened with ``run_until_complete``; before Python 3.10, any
-``asyncio.Lock()`` made at import takes that loop), that loop is the one.
+``asyncio.Lock()`` made at import takes that loop), that loop is the one; in
+a pack with no async code it is left alone, for sync handlers to run.
 """
 
 import json
@@ -131,6 +132,28 @@ async def pooled(input, ctx):
     THEIRS.sendall(input["say"].encode() + b"\\n")
     return {"heard": (await READER.readline()).decode().strip(),
             "same loop": asyncio.get_event_loop() is LOOP}
+'''
+
+SYNC_WRAPPER = '''
+import asyncio, sys
+from kindgi import tool
+
+# A sync wrapper around async code: the module's own loop, run by each call.
+LOOP = asyncio.new_event_loop()
+asyncio.set_event_loop(LOOP)
+OPENED = LOOP.run_until_complete(asyncio.sleep(0, "at import"))
+
+
+async def child():
+    said = await asyncio.create_subprocess_exec(sys.executable, "-c", "print('from the child')",
+                                                stdout=asyncio.subprocess.PIPE)
+    out, _ = await said.communicate()
+    return out.decode().strip()
+
+
+@tool(description="A test tool.", input={"type": "object"}, output={}, id="wrapped", version="1.0.0")
+def wrapped(input, ctx):
+    return {"opened": OPENED, "said": LOOP.run_until_complete(child())}
 '''
 
 
@@ -256,3 +279,15 @@ def test_an_event_loop_pack_code_set_up_at_import_runs_its_async_code(launcher, 
     for i in range(2):
         answer = service.call_tool("pooled", {"say": "call-%d" % i})
         assert answer.json.get("output") == {"heard": "call-%d" % i, "same loop": True}, answer.json
+
+
+def test_a_sync_handler_runs_the_loop_its_module_set_up_at_import(launcher, tmp_path):
+    """A pack with no async code leaves that loop alone, as the official service does: a sync
+    handler may run it (``LOOP.run_until_complete``), its child processes too on 3.6 and 3.7."""
+    pack = PackWriter(tmp_path)
+    pack.module("tools/wrapped.py", SYNC_WRAPPER)
+    pack.tool("wrapped", "tools/wrapped.py", version="1.0.0")
+    service = launcher.start(pack.write())
+    for _ in range(2):
+        answer = service.call_tool("wrapped", {}, timeout=20)
+        assert answer.json.get("output") == {"opened": "at import", "said": "from the child"}, answer.json
