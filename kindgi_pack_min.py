@@ -65,8 +65,8 @@ Threads, and what they share:
     exit handlers    Lifecycle.stop           pack code's atexit handlers, after the drain (1 s at most)
     last words       Lifecycle.stop           writes ``stopped``, flushes pack code's output (1 s at most)
     saying draining  begin_drain              writes ``draining`` (``stop`` waits for it, 1 s at most)
-    event loop       main(), or the first     runs all async pack code, and the tasks it leaves
-                     async call
+    event loop       main(), or the first     runs all async pack code, and the tasks it leaves;
+                     async call               ends before the exit handlers (stop_event_loop)
     child            asyncio (3.6 and 3.7)    waits for one child process of async pack code
                                               (threaded_child_watcher)
 
@@ -3021,8 +3021,8 @@ async def _guarded(call, awaitable, outcome):
 
 
 def give_asyncio_a_child_watcher():
-    """Python 3.6 and 3.7: their child watcher needs a loop on the main thread; pack code runs
-    asyncio's child processes from other threads (``threaded_child_watcher``)."""
+    """Python 3.6 and 3.7: asyncio's child watcher needs a loop on the main thread, and pack code
+    runs asyncio's child processes from other threads; give it ``threaded_child_watcher``."""
     if sys.version_info < (3, 8):
         sys.modules["asyncio"].set_child_watcher(threaded_child_watcher())
 
@@ -3530,6 +3530,8 @@ class PackService:
         self.memory = 0
         self.memory_budget = memory_budget(memory_limit(cgroup_membership()), resident_memory())
         self.loop = None               # the event loop of async pack code, once one runs
+        self.loop_thread = None        # the thread that runs it
+        self.loop_stopped = False      # set once, at the exit: the loop's thread lets it be
         self.loop_lock = threading.Lock()
         self.answering = set()
         self.lock = threading.Lock()
@@ -3679,18 +3681,40 @@ class PackService:
         """Run ``loop`` in a thread of its own: False when the process can't start one."""
         loop.set_exception_handler(self.pack_task_failed)
         give_asyncio_a_child_watcher()
-        if start_thread(self._run_event_loop, "event loop", loop) is None:
+        thread = start_thread(self._run_event_loop, "event loop", loop)
+        if thread is None:
             return False
-        self.loop = loop
+        self.loop, self.loop_thread = loop, thread
         return True
 
     def _run_event_loop(self, loop):
         sys.modules["asyncio"].set_event_loop(loop)
-        while not loop.is_closed():   # pack code that stops the loop, or a task's SystemExit, doesn't end it
+        # Pack code that stops the loop, or a task's SystemExit, doesn't end it; the exit does (stop_event_loop).
+        while not loop.is_closed() and not self.loop_stopped:
             try:
                 loop.run_forever()
             except BaseException as exc:  # a task pack code left running raised SystemExit or KeyboardInterrupt
                 self.pack_task_failed(loop, {"message": "a task stopped the event loop", "exception": exc})
+
+    def stop_event_loop(self, seconds):
+        """At the exit, before pack code's exit handlers: stop the event loop, and wait ``seconds`` at
+        most for its thread to end.
+
+        An exit handler may then run that loop itself, as it can at the
+        official service's exit (``LOOP.run_until_complete(client.close())``
+        for a client the module opened on its loop at import): on a loop still
+        running it would fail.  A coroutine that blocks keeps the loop running.
+        """
+        with self.loop_lock:
+            self.loop_stopped = True
+            loop, thread = self.loop, self.loop_thread
+        if loop is None:
+            return
+        try:
+            loop.call_soon_threadsafe(loop.stop)
+        except RuntimeError:   # pack code closed it: its thread has ended
+            return
+        thread.join(seconds)
 
     def pack_task_failed(self, loop, context):
         """asyncio's report about a task of pack code's (an exception nobody retrieved, a task
@@ -4133,7 +4157,11 @@ class Lifecycle:
         if saying_draining is not None:      # `draining` comes before `stopped`, even on a busy machine
             saying_draining.join(1.0)
         if self.service is not None and self.exit_handlers_once.acquire(False):   # a second signal skips them
-            self._run_exit_handlers(self.service.limits.exit_handlers)
+            # The loop theirs to run, as at a normal exit; for a tenth of their time at most, so that
+            # a coroutine holding the loop leaves the rest (a tracer's flush) its time.
+            ends = time.monotonic() + self.service.limits.exit_handlers
+            self.service.stop_event_loop(self.service.limits.exit_handlers / 10)
+            self._run_exit_handlers(ends - time.monotonic())
         if not self.last_words_once.acquire(False):
             return   # the other stop says it, and exits
         last_words = start_thread(self._last_words, "last words")

@@ -156,6 +156,30 @@ def wrapped(input, ctx):
     return {"opened": OPENED, "said": LOOP.run_until_complete(child())}
 '''
 
+CLOSED_AT_EXIT = '''
+import asyncio, atexit, os
+from kindgi import tool
+
+LOOP = asyncio.new_event_loop()
+asyncio.set_event_loop(LOOP)
+
+
+async def close():
+    await asyncio.sleep(0)
+    open(os.path.join(os.path.dirname(__file__), "closed"), "w").close()
+
+
+@atexit.register
+def close_the_client():
+    """As a module closes a client it opened on its loop: the loop runs once more, at the exit."""
+    LOOP.run_until_complete(close())
+
+
+@tool(description="A test tool.", input={"type": "object"}, output={}, id="pinged", version="1.0.0")
+async def pinged(input, ctx):
+    return {"same loop": asyncio.get_event_loop() is LOOP}
+'''
+
 
 @pytest.fixture
 def service(launcher, tmp_path):
@@ -291,3 +315,18 @@ def test_a_sync_handler_runs_the_loop_its_module_set_up_at_import(launcher, tmp_
     for _ in range(2):
         answer = service.call_tool("wrapped", {}, timeout=20)
         assert answer.json.get("output") == {"opened": "at import", "said": "from the child"}, answer.json
+
+
+def test_an_exit_handler_runs_the_loop_its_module_set_up_at_import(launcher, tmp_path):
+    """After the drain the loop is stopped before the exit handlers run, as at the official
+    service's exit: one that runs it (``LOOP.run_until_complete(client.close())``) works."""
+    pack = PackWriter(tmp_path)
+    pack.module("tools/closing.py", CLOSED_AT_EXIT)
+    pack.tool("pinged", "tools/closing.py", version="1.0.0")
+    service = launcher.start(pack.write())
+    assert service.call_tool("pinged", {}).json.get("output") == {"same loop": True}
+    service.signal(signal.SIGTERM)
+    assert service.wait_exit() == 0
+    assert (tmp_path / "tools" / "closed").exists(), "the exit handler could not run the loop"
+    for line in service.raw_stderr:
+        assert isinstance(json.loads(line), dict), line
