@@ -3720,7 +3720,7 @@ class PackService:
         """asyncio's report about a task of pack code's (an exception nobody retrieved, a task
         destroyed while pending), as a record."""
         exc = context.get("exception")
-        text = context.get("message") or "asyncio reported a problem"
+        text = _safe_str(context.get("message") or "asyncio reported a problem")   # pack code may pass any value
         if exc is not None:
             text = "%s: %s: %s" % (text, type(exc).__name__, _safe_str(exc))
         # From a task's __del__ this runs in any thread, maybe one holding the records' lock: a timeout, never a wait.

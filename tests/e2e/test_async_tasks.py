@@ -70,6 +70,13 @@ async def stops(input, ctx):
     return {"stopped": True}
 
 
+@tool(description="A test tool.", input={"type": "object"}, output={}, id="reports", version="1.0.0")
+async def reports(input, ctx):
+    """Pack code reporting to asyncio itself, with a message that is not text."""
+    asyncio.get_event_loop().call_exception_handler({"message": 5})
+    return {"reported": True}
+
+
 @tool(description="A test tool.", input={"type": "object"}, output={}, id="locked", version="1.0.0")
 async def locked(input, ctx):
     async with LOCK:
@@ -185,7 +192,7 @@ async def pinged(input, ctx):
 def service(launcher, tmp_path):
     pack = PackWriter(tmp_path)
     pack.module("tools/tasks.py", TASKS)
-    for tool_id in ("later", "fails", "stops", "locked", "client", "child", "watched", "freed"):
+    for tool_id in ("later", "fails", "stops", "reports", "locked", "client", "child", "watched", "freed"):
         pack.tool(tool_id, "tools/tasks.py", version="1.0.0")
     return launcher.start(pack.write())
 
@@ -280,6 +287,15 @@ def test_a_failing_task_is_a_record_and_stderr_stays_json(service):
     assert record["level"] == "warn"
     assert "ValueError: lost in the background, with Bearer [redacted]" in record["message"]
     assert "lost in the background" in record["stack"] and "abc.def" not in record["stack"]   # masked as pack records are
+    service.signal(signal.SIGTERM)
+    assert service.wait_exit() == 0
+    for line in service.raw_stderr:
+        assert isinstance(json.loads(line), dict), line
+
+
+def test_a_report_whose_message_is_not_text_is_a_record(service):
+    assert service.call_tool("reports", {}).json["output"] == {"reported": True}
+    assert service.wait_record("pack-task-error")["message"] == "Async pack code: 5"
     service.signal(signal.SIGTERM)
     assert service.wait_exit() == 0
     for line in service.raw_stderr:
