@@ -2903,8 +2903,13 @@ def to_json_text(value):
         except BaseException:  # pack objects that raise even as they are looked at (a float's __eq__)
             issues = []
         if not issues:   # nested too deeply for the encoder, or an iterator that raised and is spent now
-            issues = [_json_issue(None, "could not be written as JSON: %s: %s" % (type(exc).__name__, _safe_str(exc)))]
+            issues = [_not_written(exc)]
         return None, issues
+
+
+def _not_written(exc):
+    """The issue for a value that raised ``exc`` as it was written as JSON."""
+    return _json_issue(None, "could not be written as JSON: %s: %s" % (type(exc).__name__, _safe_str(exc)))
 
 
 def _issues_of_text(text):
@@ -3135,9 +3140,18 @@ def call_tool(call):
 
 def _output_text(call, tool, value, ctx):
     """Run the handler; its output as JSON text (``to_json_text``).  The output itself is not
-    kept once written: it may be big, and its answer is still to be built."""
+    kept once written: it may be big, and its answer is still to be built.
+
+    Output the tool's dump can't write (pydantic, given a coroutine or a
+    model whose serializer raises) is output that is not JSON, as on the
+    official service: the handler itself returned.
+    """
     output = run_pack_code(call, tool.handler, tool.invoke_args(value, ctx), tool.is_async)
-    return to_json_text(tool.dump_output(output))
+    try:
+        output = tool.dump_output(output)
+    except BaseException as exc:  # pack code's models can raise anything as they are written
+        return None, [_not_written(exc)]
+    return to_json_text(output)
 
 
 def _invalid_output(call, entry, text, what):

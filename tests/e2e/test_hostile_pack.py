@@ -537,6 +537,35 @@ def test_a_coroutine_returned_and_never_awaited_leaves_stderr_json(launcher, tmp
         assert isinstance(json.loads(line), dict), line
 
 
+FAILING_DUMP = '''
+from kindgi import tool
+
+
+class Model:
+    """A model whose serializer fails as the tool writes it (``model_dump``)."""
+
+    def model_dump(self, **options):
+        raise ValueError("a serializer that fails")
+
+
+@tool(description="A test tool.", input={"type": "object"}, output={}, id="failing-dump")
+def failing_dump(input, ctx):
+    return Model()
+'''
+
+
+def test_output_whose_dump_raises_is_not_json_not_a_throw(launcher, tmp_path):
+    """The handler returned: what its output's own writing raised is output that is not JSON, as
+    on the official service, not ``handler-throw``."""
+    pack = PackWriter(tmp_path)
+    pack.module("tools/dump.py", FAILING_DUMP)
+    pack.tool("failing-dump", "tools/dump.py")
+    service = launcher.start(pack.write())
+    message = error_of(service.call_tool("failing-dump", {}), "output-validation-failed")
+    assert message["message"] == ('Tool "failing-dump" handler produced output that is not JSON: (root) could not '
+                                  'be written as JSON: ValueError: a serializer that fails'), message
+
+
 LONE_SURROGATE_KEYS = '''
 from kindgi import tool
 

@@ -38,6 +38,15 @@ def which_sdk(input: Order, ctx: ToolContext) -> dict:
             "item": input.item, "quantity": input.quantity, "tenant": ctx.tenant_id}
 
 
+async def later():
+    return {"never": "awaited"}
+
+
+@tool(id="forgot-await", version="1.0.0", description="Returns a coroutine, as a sync wrapper of an async def does.")
+def forgot_await(input: dict) -> dict:
+    return later()
+
+
 @guardrail(id="short", on_violation="block")
 def short(config: dict, trace: RunTrace) -> CheckResult:
     return CheckResult(passed=len(trace.output or "") <= config["max"], judge_response="len")
@@ -52,6 +61,7 @@ def sdk_service(module_launcher, tmp_path_factory):
     pack.tool("which-sdk", "tools/sdk_pack.py", version="1.0.0",
               input={"type": "object", "properties": {"item": {"type": "string"},
                                                       "quantity": {"type": "integer", "default": 2}}})
+    pack.tool("forgot-await", "tools/sdk_pack.py", version="1.0.0")
     pack.guardrail("short", "tools/sdk_pack.py", config_schema={"type": "object", "required": ["max"]})
     return module_launcher.start(pack.write(), python=str(sdk_python()))
 
@@ -70,6 +80,15 @@ def test_a_pydantic_failure_under_the_real_sdk_is_input_validation_failed(sdk_se
     assert body["code"] == "input-validation-failed", body
     assert body["issues"][0]["instancePath"] == "/item"
     assert body["issues"][0]["keyword"] == "string_too_short"
+
+
+def test_output_the_real_sdk_cannot_dump_is_not_json_not_a_throw(sdk_service):
+    """pydantic refuses the coroutine as the SDK dumps it: output that is not JSON, as on the
+    official service (the handler returned), and the coroutine is closed, without a warning."""
+    message = sdk_service.call_tool("forgot-await", {}).json
+    assert message["code"] == "output-validation-failed", message
+    assert message["message"].startswith('Tool "forgot-await" handler produced output that is not JSON'), message
+    assert "Unable to serialize unknown type" in message["message"], message
 
 
 def test_a_check_under_the_real_sdk(sdk_service):
