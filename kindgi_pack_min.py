@@ -85,7 +85,7 @@ code's own subprocess call.
                                making a record waits on it while MAX_WAITING_RECORDS or
                                MAX_WAITING_BYTES wait; the writer notifies it as it takes them
     PackService.lock           running / unanswered counts, the memory budget, draining
-    PackService.loop_lock      starting the event loop of async pack code
+    PackService.loop_lock      starting the event loop of async pack code, and stopping it at the exit
     PackService.settled        (a Condition on PackService.lock) each call's ``done``: the
                                connection thread that lost the race to settle its call waits on it
     Call.lock                  the call's outcome: the first party to settle wins
@@ -110,8 +110,10 @@ replaced, never emptied in place, by the thread holding ``Records.lock``),
 ``Records.dropped`` (records dropped while stderr takes no writes: a count one
 short is harmless), ``Records.stuck`` as ``_write_all`` clears it (one record
 more dropped at once as stderr comes back is harmless), ``Records.writes`` (a
-waiter sees the count change a round later at worst), ``Call.stop_task`` (set
-once when the task starts, ``settle`` setting the outcome first: see
+waiter sees the count change a round later at worst),
+``PackService.loop_stopped`` in the loop's thread (set once, before the
+``loop.stop`` that makes that thread read it), ``Call.stop_task`` (set once
+when the task starts, ``settle`` setting the outcome first: see
 ``Call.cancel``; cleared once the task is over, and read once), and
 ``PackHTTPServer.last_accepted`` (the drain polls it: a stale one is read again
 25 ms later).
