@@ -436,6 +436,7 @@ _SYNTAX_CHARS = "^$\\.*+?()[]{}|/"
 _SIMPLE_ESCAPES = {"t": 0x09, "n": 0x0A, "v": 0x0B, "f": 0x0C, "r": 0x0D}
 _ASCII_LETTERS = frozenset("ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz")
 _QUANTIFIER = re.compile(r"\{([0-9]+)(,([0-9]*))?\}")
+_DIGITS = "0123456789"   # ECMAScript's decimal digits: ASCII only, where str.isdigit() takes "\u0661" and "\u00b2"
 _GROUP_NAME = re.compile(r"[A-Za-z_$][A-Za-z0-9_$]*")
 _GENERAL_CATEGORIES = {
     "L": "L", "Letter": "L", "LC": "LC", "Cased_Letter": "LC", "Lu": "Lu", "Uppercase_Letter": "Lu",
@@ -539,6 +540,25 @@ def _class_of(ranges, negate=False):
     return "[" + ("^" if negate else "") + _class_text(ranges) + "]"
 
 
+def _count_groups(source):
+    """How many capturing groups an ECMAScript pattern has: a "(" not escaped, outside a class,
+    and not followed by "?" unless it opens a named group."""
+    count, i, in_class, n = 0, 0, False, len(source)
+    while i < n:
+        ch = source[i]
+        if ch == "\\":
+            i += 1
+        elif in_class:
+            in_class = ch != "]"
+        elif ch == "[":
+            in_class = True
+        elif ch == "(" and (not source.startswith("?", i + 1)
+                            or (source.startswith("?<", i + 1) and not source.startswith(("?<=", "?<!"), i + 1))):
+            count += 1
+        i += 1
+    return count
+
+
 class _RegexTranslator:
     """Translate one ECMAScript pattern (flag "u" or not) into Python re syntax.
 
@@ -554,6 +574,7 @@ class _RegexTranslator:
         self.i = 0
         self.names = set(re.findall(r"\(\?<([A-Za-z_$][A-Za-z0-9_$]*)>", source))   # the group names
         self.named = set()   # the group names met so far
+        self.groups = _count_groups(source)
 
     def translate(self):
         """The pattern as Python re text.  A quantifier must follow something it can repeat,
@@ -654,7 +675,7 @@ class _RegexTranslator:
         src = self.src
         if c in _SIMPLE_ESCAPES:
             return _SIMPLE_ESCAPES[c]
-        if c == "0" and not src[self.i:self.i + 1].isdigit():
+        if c == "0" and not (src[self.i:self.i + 1] and src[self.i] in _DIGITS):
             return 0
         if c == "c":
             nxt = src[self.i:self.i + 1]
@@ -730,9 +751,11 @@ class _RegexTranslator:
         # in ECMAScript, and fails in Python: hence the conditional, (?(1)\1).
         if c in "123456789":
             digits = c
-            while src[self.i:self.i + 1].isdigit():
+            while src[self.i:self.i + 1] and src[self.i] in _DIGITS:
                 digits += src[self.i]
                 self.i += 1
+            if self.u and (len(digits) > 9 or int(digits) > self.groups):   # (no int() of 5,000 digits)
+                raise ValueError("Invalid escape")
             return "(?(%s)\\%s)" % (digits, digits)
         if c == "k" and (self.u or self.names):
             m = _GROUP_NAME.match(src, self.i + 1)
@@ -823,7 +846,9 @@ def _js_regex(source, unicode=True):
         text = _RegexTranslator(source, unicode).translate()
         try:
             rx = re.compile(text, re.ASCII)
-        except (re.error, OverflowError, RecursionError) as exc:
+        except re.error as exc:   # its message without the position: that is in the translated text
+            raise ValueError("cannot be translated to Python: %s" % exc.msg)
+        except (OverflowError, RecursionError) as exc:
             raise ValueError("cannot be translated to Python: %s" % exc)
         if len(_regex_cache) > 2048:
             _regex_cache.clear()

@@ -304,6 +304,11 @@ def test_json_semantics(schema, instance, valid):
     ("^(?:(a)|b)\\1$", "a", False),
     ("^(a)?\\1$", "", True),
     ("^(?:(?<n>a)|b)\\k<n>c$", "bc", True),
+    # ECMAScript's digits are ASCII: "\u0661" after \1 or \0 is a character (Python's isdigit()
+    # took it into the number: a schema error, a RuntimeError on 3.6, a warning on 3.11)
+    ("^(a)\\1\u0661$", "aa\u0661", True),
+    ("^\\0\u0661$", "\x00\u0661", True),
+    ("^(a)(b)(c)(d)(e)(f)(g)(h)(i)(j)(k)\\1\uff11$", "abcdefghijka\uff11", True),
 ])
 def test_ecmascript_regex(pattern, text, found):
     assert SchemaValidator({"pattern": pattern}).is_valid(text) is found
@@ -348,6 +353,26 @@ def test_named_groups_are_checked_as_ecmascript_checks_them(pattern, reason):
     assert SchemaValidator({"format": "regex"}).is_valid(pattern) is False
     with pytest.raises(SchemaError, match=reason):
         SchemaValidator({"type": "string", "pattern": pattern})
+
+
+@pytest.mark.parametrize("pattern,reason", [
+    ("\\1", "Invalid escape"), ("(a)\\2", "Invalid escape"), ("(a)\\10", "Invalid escape"),
+    ("\\/\\\\\\1", "Invalid escape"), ("[(]\\1", "Invalid escape"), ("(?:a)\\1", "Invalid escape"),
+    ("\\(a\\)\\1", "Invalid escape"),
+    # what Python can't express, in the same words on every Python (no position in the translated text)
+    ("\\1(a)", "cannot be translated to Python: invalid group reference 1"),
+    ("\\p{L}(a\\1)", "cannot be translated to Python: cannot refer to an open group"),
+    ("\\k<n>(?<n>a)", "cannot be translated to Python: unknown group name 'n'"),
+])
+def test_references_are_refused_in_the_same_words_on_every_python(pattern, reason):
+    # V8 refuses a reference past the pattern's last group; the others it takes, Python can't
+    with pytest.raises(SchemaError, match="Invalid regular expression: /.*/u: %s$" % re.escape(reason)):
+        SchemaValidator({"type": "string", "pattern": pattern})
+
+
+@pytest.mark.parametrize("pattern,text", [("^(?<n>a)\\1$", "aa"), ("^(?=(a))\\1a$", "aa"), ("^[\\]](a)\\1$", "]aa")])
+def test_references_to_groups_ecmascript_counts(pattern, text):
+    assert SchemaValidator({"type": "string", "pattern": pattern}).is_valid(text)
 
 
 @pytest.mark.parametrize("pattern,text", [("^a+?$", "aa"), ("^(?:ab){1,2}?$", "abab"), ("^(a)*\\1$", "aa"),
