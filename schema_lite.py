@@ -540,6 +540,18 @@ def _class_of(ranges, negate=False):
     return "[" + ("^" if negate else "") + _class_text(ranges) + "]"
 
 
+def _repeat_count(digits):
+    """A quantifier's number (digits without leading zeros) for Python's re: past ten digits,
+    4294967295, which re refuses as it refuses any larger one ("the repetition number is too
+    large"), where 5,000 digits got Python 3.7.14+'s int() limit instead."""
+    return digits if len(digits) <= 10 else "4294967295"
+
+
+def _greater(a, b):
+    """``a`` > ``b`` for numbers written as digits without leading zeros."""
+    return (len(a), a) > (len(b), b)
+
+
 def _count_groups(source):
     """How many capturing groups an ECMAScript pattern has: a "(" not escaped, outside a class,
     and not followed by "?" unless it opens a named group."""
@@ -622,9 +634,12 @@ class _RegexTranslator:
             elif ch == "{":
                 m = _QUANTIFIER.match(src, self.i - 1)
                 if m:
-                    if m.group(3) and int(m.group(1)) > int(m.group(3)):
+                    low = m.group(1).lstrip("0") or "0"
+                    high = (m.group(3).lstrip("0") or "0") if m.group(3) else None
+                    if high is not None and _greater(low, high):
                         raise ValueError("numbers out of order in {} quantifier")
-                    quantifier = m.group(0)
+                    quantifier = "{%s%s}" % (_repeat_count(low), "" if m.group(2) is None else
+                                             "," + ("" if high is None else _repeat_count(high)))
                     self.i = m.end()
                 elif self.u:
                     raise ValueError("Incomplete quantifier")

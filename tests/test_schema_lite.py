@@ -383,6 +383,25 @@ def test_quantifiers_ecmascript_takes(pattern, text):
     assert SchemaValidator({"format": "regex"}).is_valid(pattern)
 
 
+@pytest.mark.parametrize("pattern,text,found", [
+    ("^a{0,4294967294}$", "aaa", True), ("^a{00,0002}$", "aa", True), ("^a{0002,}$", "a", False),
+])
+def test_quantifier_numbers_with_leading_zeros(pattern, text, found):
+    assert SchemaValidator({"type": "string", "pattern": pattern}).is_valid(text) is found
+
+
+@pytest.mark.parametrize("pattern", ["a{4294967295}", "a{0,99999999999}", "a{1,%s}" % ("9" * 5000), "a{%s}" % ("9" * 5000),
+                                     "a{%s,}" % ("0" * 5000 + "9" * 11)])
+def test_quantifier_numbers_python_cannot_take_are_refused_alike(pattern):
+    # Past 4294967294 Python's re refuses a count; 5,000 digits gave Python 3.7.14+'s int() limit
+    # instead ("Exceeds the limit (4300 digits)..."), where 3.6 refused it in re's words
+    with pytest.raises(SchemaError, match="/u: cannot be translated to Python: the repetition number is too large$"):
+        SchemaValidator({"pattern": pattern})
+    assert SchemaValidator({"format": "regex"}).is_valid(pattern)   # ECMAScript takes it
+    with pytest.raises(SchemaError, match="numbers out of order in {} quantifier$"):
+        SchemaValidator({"pattern": "a{%s,1}" % ("9" * 5000)})
+
+
 @pytest.mark.parametrize("fmt,good,bad", [
     ("date", "2024-02-29", "2023-02-29"),
     ("time", "10:20:30Z", "10:20:30"),
