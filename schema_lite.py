@@ -974,7 +974,7 @@ def _regex_test():
             return False
         try:
             _RegexTranslator(s, False).translate()
-        except (ValueError, RecursionError):
+        except ValueError:   # not RecursionError: the translator doesn't recurse, the instance is too deep
             return False
         return True
     return regex
@@ -2801,7 +2801,10 @@ class _Defaulter(object):
         def fill(inst):
             for name, value in defaults:
                 if name not in inst:
-                    inst[name] = _copy(value)
+                    # Not _copy: its fallback would catch the RecursionError of a walk that
+                    # recurses through its own defaults, and go on deeper: Python 3.6-3.8
+                    # then abort the process ("Cannot recover from stack overflow").
+                    inst[name] = _copy_iter(value)
             if extra is not None:
                 for key in _js_keys(inst):
                     if key not in props and not any(s(key) for s in searches):

@@ -5,7 +5,9 @@ The expected issues are Ajv 8's answers (allErrors, allowUnionTypes, ajv-formats
 """
 
 import json
+import os
 import re
+import subprocess
 import sys
 import time
 from pathlib import Path
@@ -574,6 +576,43 @@ def test_defaults_on_an_instance_nested_10000_deep():
         a, b, levels = a["k"], b["k"], levels + 1
     assert levels == 10000 and a == {"leaf": "x"} and a is not b
     assert v.apply_defaults(deep, in_place=True) is deep and deep["d"] == 1   # in place: partly filled
+
+
+RECURSION_AT_EVERY_DEPTH = r"""
+import sys
+sys.path.insert(0, sys.argv[1])
+import schema_lite
+fills_itself = schema_lite.SchemaValidator({"properties": {"a": {"$ref": "#", "default": {"b": 1}}}})
+dynamic = schema_lite.SchemaValidator({"$dynamicAnchor": "n", "properties": {"d": {"$dynamicRef": "#n", "default": {}}}})
+regexes = schema_lite.SchemaValidator({"$defs": {"n": {"anyOf": [{"type": "string", "format": "regex"},
+                                                                  {"type": "array", "items": {"$ref": "#/$defs/n"}}]}},
+                                       "$ref": "#/$defs/n"})
+tail = "x"
+for _ in range(150):
+    tail = [tail]
+def at_depth(n, call):
+    return call() if n == 0 else at_depth(n - 1, call)
+for n in range(40):
+    assert at_depth(n, lambda: fills_itself.apply_defaults({})) == {}
+    assert at_depth(n, lambda: dynamic.apply_defaults({})) == {}
+for n in range(140, 190):
+    deep = ["a", tail]
+    for _ in range(n):
+        deep = [deep]
+    assert regexes.is_valid(deep) is False and regexes.issues(deep)
+print("ok")
+"""
+
+
+def test_a_walk_too_deep_for_the_stack_never_aborts_the_process():
+    """Under the service's interpreter ($KINDGI_TEST_PYTHON): defaults that fill themselves
+    without end, and the regex format deep in an instance, at every stack depth.  A
+    RecursionError caught deep in the walk (a default's copy, the format's test), after which
+    the walk went on deeper, aborted Python 3.6-3.8: "Cannot recover from stack overflow"."""
+    done = subprocess.run([os.environ.get("KINDGI_TEST_PYTHON") or sys.executable, "-c", RECURSION_AT_EVERY_DEPTH,
+                           str(Path(__file__).resolve().parents[1])], stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+                          timeout=120)
+    assert (done.returncode, done.stdout.strip()) == (0, b"ok"), done.stderr.decode()[-2000:]
 
 
 def test_defaults_under_pattern_properties_dependent_schemas_and_prefix_items():
