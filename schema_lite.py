@@ -587,6 +587,7 @@ class _RegexTranslator:
         self.names = set(re.findall(r"\(\?<([A-Za-z_$][A-Za-z0-9_$]*)>", source))   # the group names
         self.named = set()   # the group names met so far
         self.groups = _count_groups(source)
+        self.deepest = 0     # the most groups open at once
 
     def translate(self):
         """The pattern as Python re text.  A quantifier must follow something it can repeat,
@@ -610,6 +611,7 @@ class _RegexTranslator:
                 text = self.group_open()
                 lookahead, lookbehind = text in ("(?=", "(?!"), text in ("(?<=", "(?<!")
                 groups.append("lookaround" if lookbehind or (lookahead and self.u) else "atom")
+                self.deepest = max(self.deepest, len(groups))
                 out.append(text)
                 last = None
             elif ch == ")":
@@ -851,6 +853,10 @@ class _RegexTranslator:
 
 
 _regex_cache = {}
+# Python's re compiles nested groups recursively, two frames a level: about 490 levels fit in
+# the recursion limit, a few more or fewer by version and by how deep the caller is.  A limit
+# well under that gives every Python, and every caller, the same answer.
+_MAX_GROUP_NESTING = 256
 
 
 def _js_regex(source, unicode=True):
@@ -858,12 +864,17 @@ def _js_regex(source, unicode=True):
     key = (source, unicode)
     rx = _regex_cache.get(key)
     if rx is None:
-        text = _RegexTranslator(source, unicode).translate()
+        translator = _RegexTranslator(source, unicode)
+        text = translator.translate()
+        if translator.deepest > _MAX_GROUP_NESTING:
+            raise ValueError("cannot be translated to Python: groups nested more than %d deep" % _MAX_GROUP_NESTING)
         try:
             rx = re.compile(text, re.ASCII)
         except re.error as exc:   # its message without the position: that is in the translated text
             raise ValueError("cannot be translated to Python: %s" % exc.msg)
-        except (OverflowError, RecursionError) as exc:
+        except RecursionError:    # (its text differs from one Python to the next)
+            raise ValueError("cannot be translated to Python: groups nested too deeply")
+        except OverflowError as exc:
             raise ValueError("cannot be translated to Python: %s" % exc)
         if len(_regex_cache) > 2048:
             _regex_cache.clear()

@@ -385,6 +385,18 @@ def test_quantifiers_ecmascript_takes(pattern, text):
     assert SchemaValidator({"format": "regex"}).is_valid(pattern)
 
 
+@pytest.mark.parametrize("opener", ["(", "(?:", "(?=", "(?<!", "(?<n>"])
+def test_groups_nested_past_256_are_refused_alike_on_every_python(opener):
+    # Python's re recursed out of its stack at about 485 to 491 levels, by version and caller,
+    # with the RecursionError's text, which differs between versions
+    inner = "(?:" * 255 + "a" + ")" * 255
+    assert SchemaValidator({"pattern": opener + inner + ")"}).is_valid("a")
+    for depth in (257, 490, 5000):
+        with pytest.raises(SchemaError, match="/u: cannot be translated to Python: groups nested more than 256 deep$"):
+            SchemaValidator({"pattern": opener + "(?:" * (depth - 1) + "a" + ")" * depth})
+    assert SchemaValidator({"format": "regex"}).is_valid(opener + "(?:" * 999 + "a" + ")" * 1000)   # only translated
+
+
 @pytest.mark.parametrize("pattern,text,found", [
     ("^a{0,4294967294}$", "aaa", True), ("^a{00,0002}$", "aa", True), ("^a{0002,}$", "a", False),
 ])
