@@ -947,7 +947,9 @@ _IP_LITERAL = (
 
 
 def _uri_pattern(reference, quotes):
-    """The RFC 3986 URI (or URI-reference) rule as ajv-formats writes it."""
+    """The RFC 3986 URI (or URI-reference) rule as ajv-formats writes it.  Case is ignored as
+    JavaScript ignores it without the u flag: in ASCII only (Python's Unicode folding took the
+    Kelvin sign for k, long s for s, dotless i and dotted I for i)."""
     q = "\"" if quotes else ""
     pchar = r"(?:[a-z0-9\-._~!$&'%s()*+,;=:@]|%%[0-9a-f]{2})" % q
     hier = (
@@ -958,8 +960,8 @@ def _uri_pattern(reference, quotes):
     tail = r"(?:\?(?:[a-z0-9\-._~!$&'" + q + r"()*+,;=:@/?]|%[0-9a-f]{2})*)?(?:#(?:[a-z0-9\-._~!$&'" + q + r"()*+,;=:@/?]|%[0-9a-f]{2})*)?\Z"
     scheme = r"(?:[a-z][a-z0-9+\-.]*:)"
     if reference:
-        return re.compile(scheme + "?" + hier + "?" + tail, re.I)
-    return re.compile(scheme + hier + tail, re.I)
+        return re.compile(scheme + "?" + hier + "?" + tail, re.I | re.ASCII)
+    return re.compile(scheme + hier + tail, re.I | re.ASCII)
 
 
 def _uri_test():

@@ -416,6 +416,14 @@ def test_quantifier_numbers_python_cannot_take_are_refused_alike(pattern):
         SchemaValidator({"pattern": "a{%s,1}" % ("9" * 5000)})
 
 
+@pytest.mark.parametrize("fmt,text", [("uri", "\u017f:x"), ("uri", "http://\u212a.com"), ("uri", "a:\u0130"),
+                                      ("uri-reference", "\u0131"), ("uri-reference", "/\u212a")])
+def test_uri_formats_ignore_case_in_ascii_only(fmt, text):
+    # Ajv 8.20.0 (ajv-formats' /i, no u flag) refuses each; Python's Unicode case folding took them
+    assert SchemaValidator({"format": fmt}).is_valid(text) is False
+    assert SchemaValidator({"format": fmt}).is_valid(text.encode("ascii", "replace").decode().replace("?", "K"))
+
+
 @pytest.mark.parametrize("fmt,good,bad", [
     ("date", "2024-02-29", "2023-02-29"),
     ("time", "10:20:30Z", "10:20:30"),
