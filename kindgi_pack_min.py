@@ -269,6 +269,12 @@ LONG_RECORD = 4096                   # a longer record wakes the writer thread a
 STUCK_STDERR_SECONDS = 1.0           # once serving, how long a record waits for a stuck stderr before it is dropped
 PIPE_WRITE = 4096                    # a pipe never splits a write this long (PIPE_BUF on Linux; POSIX: 512+)
 JSON_CONTENT_TYPE = "application/json; charset=utf-8"
+# The reason phrase of each status the service writes, RFC 9110's: fixed here, because
+# http.server's differ by version (3.6 has none for 421; 3.13 renamed 413 and 414).
+REASONS = {200: "OK", 400: "Bad Request", 401: "Unauthorized", 404: "Not Found", 405: "Method Not Allowed",
+           413: "Content Too Large", 414: "URI Too Long", 415: "Unsupported Media Type", 421: "Misdirected Request",
+           431: "Request Header Fields Too Large", 500: "Internal Server Error", 501: "Not Implemented",
+           503: "Service Unavailable", 505: "HTTP Version Not Supported"}
 BIG_ANSWER = 64 * 1024               # a longer answer body goes out in a write of its own, not copied after its head
 TEST_SETTINGS_VAR = "KINDGI_PACK_MIN_TEST"
 
@@ -2558,7 +2564,7 @@ class PackRequestHandler(BaseHTTPRequestHandler):
         else:
             connection = ""
         head = ("HTTP/1.1 %d %s\r\ndate: %s\r\ncontent-type: %s\r\ncontent-length: %d\r\n%s%s\r\n" % (
-            status, self.responses.get(status, ("",))[0], self.server.date(), JSON_CONTENT_TYPE, len(body),
+            status, REASONS.get(status, ""), self.server.date(), JSON_CONTENT_TYPE, len(body),
             "".join(["%s: %s\r\n" % h for h in headers]), connection)).encode("ascii")
         if request is not None and request.method == "HEAD":
             pieces = (head,)

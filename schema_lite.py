@@ -436,6 +436,7 @@ _SYNTAX_CHARS = "^$\\.*+?()[]{}|/"
 _SIMPLE_ESCAPES = {"t": 0x09, "n": 0x0A, "v": 0x0B, "f": 0x0C, "r": 0x0D}
 _ASCII_LETTERS = frozenset("ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz")
 _QUANTIFIER = re.compile(r"\{([0-9]+)(,([0-9]*))?\}")
+_DIGITS = "0123456789"   # ECMAScript's decimal digits: ASCII only, where str.isdigit() takes "\u0661" and "\u00b2"
 _GROUP_NAME = re.compile(r"[A-Za-z_$][A-Za-z0-9_$]*")
 _GENERAL_CATEGORIES = {
     "L": "L", "Letter": "L", "LC": "LC", "Cased_Letter": "LC", "Lu": "Lu", "Uppercase_Letter": "Lu",
@@ -539,6 +540,37 @@ def _class_of(ranges, negate=False):
     return "[" + ("^" if negate else "") + _class_text(ranges) + "]"
 
 
+def _repeat_count(digits):
+    """A quantifier's number (digits without leading zeros) for Python's re: past ten digits,
+    4294967295, which re refuses as it refuses any larger one ("the repetition number is too
+    large"), where 5,000 digits got Python 3.7.14+'s int() limit instead."""
+    return digits if len(digits) <= 10 else "4294967295"
+
+
+def _greater(a, b):
+    """``a`` > ``b`` for numbers written as digits without leading zeros."""
+    return (len(a), a) > (len(b), b)
+
+
+def _count_groups(source):
+    """How many capturing groups an ECMAScript pattern has: a "(" not escaped, outside a class,
+    and not followed by "?" unless it opens a named group."""
+    count, i, in_class, n = 0, 0, False, len(source)
+    while i < n:
+        ch = source[i]
+        if ch == "\\":
+            i += 1
+        elif in_class:
+            in_class = ch != "]"
+        elif ch == "[":
+            in_class = True
+        elif ch == "(" and (not source.startswith("?", i + 1)
+                            or (source.startswith("?<", i + 1) and not source.startswith(("?<=", "?<!"), i + 1))):
+            count += 1
+        i += 1
+    return count
+
+
 class _RegexTranslator:
     """Translate one ECMAScript pattern (flag "u" or not) into Python re syntax.
 
@@ -554,6 +586,8 @@ class _RegexTranslator:
         self.i = 0
         self.names = set(re.findall(r"\(\?<([A-Za-z_$][A-Za-z0-9_$]*)>", source))   # the group names
         self.named = set()   # the group names met so far
+        self.groups = _count_groups(source)
+        self.deepest = 0     # the most groups open at once
 
     def translate(self):
         """The pattern as Python re text.  A quantifier must follow something it can repeat,
@@ -577,6 +611,7 @@ class _RegexTranslator:
                 text = self.group_open()
                 lookahead, lookbehind = text in ("(?=", "(?!"), text in ("(?<=", "(?<!")
                 groups.append("lookaround" if lookbehind or (lookahead and self.u) else "atom")
+                self.deepest = max(self.deepest, len(groups))
                 out.append(text)
                 last = None
             elif ch == ")":
@@ -601,9 +636,12 @@ class _RegexTranslator:
             elif ch == "{":
                 m = _QUANTIFIER.match(src, self.i - 1)
                 if m:
-                    if m.group(3) and int(m.group(1)) > int(m.group(3)):
+                    low = m.group(1).lstrip("0") or "0"
+                    high = (m.group(3).lstrip("0") or "0") if m.group(3) else None
+                    if high is not None and _greater(low, high):
                         raise ValueError("numbers out of order in {} quantifier")
-                    quantifier = m.group(0)
+                    quantifier = "{%s%s}" % (_repeat_count(low), "" if m.group(2) is None else
+                                             "," + ("" if high is None else _repeat_count(high)))
                     self.i = m.end()
                 elif self.u:
                     raise ValueError("Incomplete quantifier")
@@ -654,7 +692,7 @@ class _RegexTranslator:
         src = self.src
         if c in _SIMPLE_ESCAPES:
             return _SIMPLE_ESCAPES[c]
-        if c == "0" and not src[self.i:self.i + 1].isdigit():
+        if c == "0" and not (src[self.i:self.i + 1] and src[self.i] in _DIGITS):
             return 0
         if c == "c":
             nxt = src[self.i:self.i + 1]
@@ -730,9 +768,11 @@ class _RegexTranslator:
         # in ECMAScript, and fails in Python: hence the conditional, (?(1)\1).
         if c in "123456789":
             digits = c
-            while src[self.i:self.i + 1].isdigit():
+            while src[self.i:self.i + 1] and src[self.i] in _DIGITS:
                 digits += src[self.i]
                 self.i += 1
+            if self.u and (len(digits) > 9 or int(digits) > self.groups):   # (no int() of 5,000 digits)
+                raise ValueError("Invalid escape")
             return "(?(%s)\\%s)" % (digits, digits)
         if c == "k" and (self.u or self.names):
             m = _GROUP_NAME.match(src, self.i + 1)
@@ -813,6 +853,10 @@ class _RegexTranslator:
 
 
 _regex_cache = {}
+# Python's re compiles nested groups recursively, two frames a level: about 490 levels fit in
+# the recursion limit, a few more or fewer by version and by how deep the caller is.  A limit
+# well under that gives every Python, and every caller, the same answer.
+_MAX_GROUP_NESTING = 256
 
 
 def _js_regex(source, unicode=True):
@@ -820,10 +864,17 @@ def _js_regex(source, unicode=True):
     key = (source, unicode)
     rx = _regex_cache.get(key)
     if rx is None:
-        text = _RegexTranslator(source, unicode).translate()
+        translator = _RegexTranslator(source, unicode)
+        text = translator.translate()
+        if translator.deepest > _MAX_GROUP_NESTING:
+            raise ValueError("cannot be translated to Python: groups nested more than %d deep" % _MAX_GROUP_NESTING)
         try:
             rx = re.compile(text, re.ASCII)
-        except (re.error, OverflowError, RecursionError) as exc:
+        except re.error as exc:   # its message without the position: that is in the translated text
+            raise ValueError("cannot be translated to Python: %s" % exc.msg)
+        except RecursionError:    # (its text differs from one Python to the next)
+            raise ValueError("cannot be translated to Python: groups nested too deeply")
+        except OverflowError as exc:
             raise ValueError("cannot be translated to Python: %s" % exc)
         if len(_regex_cache) > 2048:
             _regex_cache.clear()
@@ -896,7 +947,9 @@ _IP_LITERAL = (
 
 
 def _uri_pattern(reference, quotes):
-    """The RFC 3986 URI (or URI-reference) rule as ajv-formats writes it."""
+    """The RFC 3986 URI (or URI-reference) rule as ajv-formats writes it.  Case is ignored as
+    JavaScript ignores it without the u flag: in ASCII only (Python's Unicode folding took the
+    Kelvin sign for k, long s for s, dotless i and dotted I for i)."""
     q = "\"" if quotes else ""
     pchar = r"(?:[a-z0-9\-._~!$&'%s()*+,;=:@]|%%[0-9a-f]{2})" % q
     hier = (
@@ -907,8 +960,8 @@ def _uri_pattern(reference, quotes):
     tail = r"(?:\?(?:[a-z0-9\-._~!$&'" + q + r"()*+,;=:@/?]|%[0-9a-f]{2})*)?(?:#(?:[a-z0-9\-._~!$&'" + q + r"()*+,;=:@/?]|%[0-9a-f]{2})*)?\Z"
     scheme = r"(?:[a-z][a-z0-9+\-.]*:)"
     if reference:
-        return re.compile(scheme + "?" + hier + "?" + tail, re.I)
-    return re.compile(scheme + hier + tail, re.I)
+        return re.compile(scheme + "?" + hier + "?" + tail, re.I | re.ASCII)
+    return re.compile(scheme + hier + tail, re.I | re.ASCII)
 
 
 def _uri_test():
@@ -934,7 +987,7 @@ def _regex_test():
             return False
         try:
             _RegexTranslator(s, False).translate()
-        except (ValueError, RecursionError):
+        except ValueError:   # not RecursionError: the translator doesn't recurse, the instance is too deep
             return False
         return True
     return regex
@@ -2761,7 +2814,10 @@ class _Defaulter(object):
         def fill(inst):
             for name, value in defaults:
                 if name not in inst:
-                    inst[name] = _copy(value)
+                    # Not _copy: its fallback would catch the RecursionError of a walk that
+                    # recurses through its own defaults, and go on deeper: Python 3.6-3.8
+                    # then abort the process ("Cannot recover from stack overflow").
+                    inst[name] = _copy_iter(value)
             if extra is not None:
                 for key in _js_keys(inst):
                     if key not in props and not any(s(key) for s in searches):

@@ -5,7 +5,9 @@ The expected issues are Ajv 8's answers (allErrors, allowUnionTypes, ajv-formats
 """
 
 import json
+import os
 import re
+import subprocess
 import sys
 import time
 from pathlib import Path
@@ -304,6 +306,11 @@ def test_json_semantics(schema, instance, valid):
     ("^(?:(a)|b)\\1$", "a", False),
     ("^(a)?\\1$", "", True),
     ("^(?:(?<n>a)|b)\\k<n>c$", "bc", True),
+    # ECMAScript's digits are ASCII: "\u0661" after \1 or \0 is a character (Python's isdigit()
+    # took it into the number: a schema error, a RuntimeError on 3.6, a warning on 3.11)
+    ("^(a)\\1\u0661$", "aa\u0661", True),
+    ("^\\0\u0661$", "\x00\u0661", True),
+    ("^(a)(b)(c)(d)(e)(f)(g)(h)(i)(j)(k)\\1\uff11$", "abcdefghijka\uff11", True),
 ])
 def test_ecmascript_regex(pattern, text, found):
     assert SchemaValidator({"pattern": pattern}).is_valid(text) is found
@@ -350,12 +357,71 @@ def test_named_groups_are_checked_as_ecmascript_checks_them(pattern, reason):
         SchemaValidator({"type": "string", "pattern": pattern})
 
 
+@pytest.mark.parametrize("pattern,reason", [
+    ("\\1", "Invalid escape"), ("(a)\\2", "Invalid escape"), ("(a)\\10", "Invalid escape"),
+    ("\\/\\\\\\1", "Invalid escape"), ("[(]\\1", "Invalid escape"), ("(?:a)\\1", "Invalid escape"),
+    ("\\(a\\)\\1", "Invalid escape"),
+    # what Python can't express, in the same words on every Python (no position in the translated text)
+    ("\\1(a)", "cannot be translated to Python: invalid group reference 1"),
+    ("\\p{L}(a\\1)", "cannot be translated to Python: cannot refer to an open group"),
+    ("\\k<n>(?<n>a)", "cannot be translated to Python: unknown group name 'n'"),
+])
+def test_references_are_refused_in_the_same_words_on_every_python(pattern, reason):
+    # V8 refuses a reference past the pattern's last group; the others it takes, Python can't
+    with pytest.raises(SchemaError, match="Invalid regular expression: /.*/u: %s$" % re.escape(reason)):
+        SchemaValidator({"type": "string", "pattern": pattern})
+
+
+@pytest.mark.parametrize("pattern,text", [("^(?<n>a)\\1$", "aa"), ("^(?=(a))\\1a$", "aa"), ("^[\\]](a)\\1$", "]aa")])
+def test_references_to_groups_ecmascript_counts(pattern, text):
+    assert SchemaValidator({"type": "string", "pattern": pattern}).is_valid(text)
+
+
 @pytest.mark.parametrize("pattern,text", [("^a+?$", "aa"), ("^(?:ab){1,2}?$", "abab"), ("^(a)*\\1$", "aa"),
                                           ("^a{2}?$", "aa"), ("^[a]*(?=b)b+$", "ab"), ("^a{$", "a{")])
 def test_quantifiers_ecmascript_takes(pattern, text):
     v = SchemaValidator({"type": "string", "pattern": pattern}) if pattern != "^a{$" else None
     assert v is None or v.is_valid(text)
     assert SchemaValidator({"format": "regex"}).is_valid(pattern)
+
+
+@pytest.mark.parametrize("opener", ["(", "(?:", "(?=", "(?<!", "(?<n>"])
+def test_groups_nested_past_256_are_refused_alike_on_every_python(opener):
+    # Python's re recursed out of its stack at about 485 to 491 levels, by version and caller,
+    # with the RecursionError's text, which differs between versions
+    inner = "(?:" * 255 + "a" + ")" * 255
+    assert SchemaValidator({"pattern": opener + inner + ")"}).is_valid("a")
+    for depth in (257, 490, 5000):
+        with pytest.raises(SchemaError, match="/u: cannot be translated to Python: groups nested more than 256 deep$"):
+            SchemaValidator({"pattern": opener + "(?:" * (depth - 1) + "a" + ")" * depth})
+    assert SchemaValidator({"format": "regex"}).is_valid(opener + "(?:" * 999 + "a" + ")" * 1000)   # only translated
+
+
+@pytest.mark.parametrize("pattern,text,found", [
+    ("^a{0,4294967294}$", "aaa", True), ("^a{00,0002}$", "aa", True), ("^a{0002,}$", "a", False),
+])
+def test_quantifier_numbers_with_leading_zeros(pattern, text, found):
+    assert SchemaValidator({"type": "string", "pattern": pattern}).is_valid(text) is found
+
+
+@pytest.mark.parametrize("pattern", ["a{4294967295}", "a{0,99999999999}", "a{1,%s}" % ("9" * 5000), "a{%s}" % ("9" * 5000),
+                                     "a{%s,}" % ("0" * 5000 + "9" * 11)])
+def test_quantifier_numbers_python_cannot_take_are_refused_alike(pattern):
+    # Past 4294967294 Python's re refuses a count; 5,000 digits gave Python 3.7.14+'s int() limit
+    # instead ("Exceeds the limit (4300 digits)..."), where 3.6 refused it in re's words
+    with pytest.raises(SchemaError, match="/u: cannot be translated to Python: the repetition number is too large$"):
+        SchemaValidator({"pattern": pattern})
+    assert SchemaValidator({"format": "regex"}).is_valid(pattern)   # ECMAScript takes it
+    with pytest.raises(SchemaError, match="numbers out of order in {} quantifier$"):
+        SchemaValidator({"pattern": "a{%s,1}" % ("9" * 5000)})
+
+
+@pytest.mark.parametrize("fmt,text", [("uri", "\u017f:x"), ("uri", "http://\u212a.com"), ("uri", "a:\u0130"),
+                                      ("uri-reference", "\u0131"), ("uri-reference", "/\u212a")])
+def test_uri_formats_ignore_case_in_ascii_only(fmt, text):
+    # Ajv 8.20.0 (ajv-formats' /i, no u flag) refuses each; Python's Unicode case folding took them
+    assert SchemaValidator({"format": fmt}).is_valid(text) is False
+    assert SchemaValidator({"format": fmt}).is_valid(text.encode("ascii", "replace").decode().replace("?", "K"))
 
 
 @pytest.mark.parametrize("fmt,good,bad", [
@@ -530,6 +596,43 @@ def test_defaults_on_an_instance_nested_10000_deep():
         a, b, levels = a["k"], b["k"], levels + 1
     assert levels == 10000 and a == {"leaf": "x"} and a is not b
     assert v.apply_defaults(deep, in_place=True) is deep and deep["d"] == 1   # in place: partly filled
+
+
+RECURSION_AT_EVERY_DEPTH = r"""
+import sys
+sys.path.insert(0, sys.argv[1])
+import schema_lite
+fills_itself = schema_lite.SchemaValidator({"properties": {"a": {"$ref": "#", "default": {"b": 1}}}})
+dynamic = schema_lite.SchemaValidator({"$dynamicAnchor": "n", "properties": {"d": {"$dynamicRef": "#n", "default": {}}}})
+regexes = schema_lite.SchemaValidator({"$defs": {"n": {"anyOf": [{"type": "string", "format": "regex"},
+                                                                  {"type": "array", "items": {"$ref": "#/$defs/n"}}]}},
+                                       "$ref": "#/$defs/n"})
+tail = "x"
+for _ in range(150):
+    tail = [tail]
+def at_depth(n, call):
+    return call() if n == 0 else at_depth(n - 1, call)
+for n in range(40):
+    assert at_depth(n, lambda: fills_itself.apply_defaults({})) == {}
+    assert at_depth(n, lambda: dynamic.apply_defaults({})) == {}
+for n in range(140, 190):
+    deep = ["a", tail]
+    for _ in range(n):
+        deep = [deep]
+    assert regexes.is_valid(deep) is False and regexes.issues(deep)
+print("ok")
+"""
+
+
+def test_a_walk_too_deep_for_the_stack_never_aborts_the_process():
+    """Under the service's interpreter ($KINDGI_TEST_PYTHON): defaults that fill themselves
+    without end, and the regex format deep in an instance, at every stack depth.  A
+    RecursionError caught deep in the walk (a default's copy, the format's test), after which
+    the walk went on deeper, aborted Python 3.6-3.8: "Cannot recover from stack overflow"."""
+    done = subprocess.run([os.environ.get("KINDGI_TEST_PYTHON") or sys.executable, "-c", RECURSION_AT_EVERY_DEPTH,
+                           str(Path(__file__).resolve().parents[1])], stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+                          timeout=120)
+    assert (done.returncode, done.stdout.strip()) == (0, b"ok"), done.stderr.decode()[-2000:]
 
 
 def test_defaults_under_pattern_properties_dependent_schemas_and_prefix_items():

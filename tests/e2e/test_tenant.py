@@ -107,6 +107,12 @@ def test_info_without_the_pinned_header_is_421(pinned, headers):
     assert_mismatch(pinned.request("GET", "/v1/info", headers=headers))
 
 
+def test_the_421_status_line_names_its_reason_on_every_python(pinned):
+    # Python 3.6's http.server has no phrase for 421: the line was "HTTP/1.1 421 "
+    data = pinned.raw(b"GET /v1/info HTTP/1.1\r\nhost: x\r\nkindgi-pack-token: %s\r\n\r\n" % TOKEN.encode())
+    assert data.startswith(b"HTTP/1.1 421 Misdirected Request\r\n"), data[:100]
+
+
 def test_matching_header_and_ctx_run(pinned, tmp_path):
     marker = tmp_path / "ran"
     response = mark_call(pinned, marker)
