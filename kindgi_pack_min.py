@@ -1266,6 +1266,25 @@ def forget_variables(names):
         os.environ.pop(name, None)
 
 
+def read_environ_block(block):
+    """Read /proc/self/environ into the bytearray ``block``; return how many bytes it holds.
+
+    A buffer the caller overwrites once done: a ``bytes`` read, once freed, left every value in
+    the process's heap, where pack code reading /proc/self/mem found the ones the filter dropped."""
+    filled = 0
+    with open("/proc/self/environ", "rb", buffering=0) as f:
+        view = memoryview(block)
+        try:
+            while filled < len(block):
+                count = f.readinto(view[filled:])
+                if not count:
+                    break
+                filled += count
+        finally:
+            view.release()
+    return filled
+
+
 def scrub_environ_block(names):
     """Overwrite the named variables in the process's initial environment block.
 
@@ -1276,15 +1295,21 @@ def scrub_environ_block(names):
             fields = f.read().rsplit(b")", 1)[1].split()
         start, end = int(fields[47]), int(fields[48])   # env_start, env_end (fields 50, 51)
         wanted = {name.encode("utf-8", "surrogateescape") for name in names}
-        with open("/proc/self/environ", "rb") as f:
-            block = f.read()
-        offset = 0
-        with open("/proc/self/mem", "r+b", buffering=0) as memory:   # this process's own memory
-            for entry in block.split(b"\0"):
-                if entry.split(b"=", 1)[0] in wanted and start + offset + len(entry) <= end:
-                    memory.seek(start + offset)
-                    memory.write(bytes(len(entry)))
-                offset += len(entry) + 1
+        block = bytearray(max(0, end - start))
+        try:
+            filled = read_environ_block(block)
+            offset = 0
+            with open("/proc/self/mem", "r+b", buffering=0) as memory:   # this process's own memory
+                while offset < filled:
+                    stop = block.find(b"\0", offset, filled)
+                    stop = filled if stop < 0 else stop
+                    equals = block.find(b"=", offset, stop)
+                    if bytes(block[offset:stop if equals < 0 else equals]) in wanted and start + stop <= end:
+                        memory.seek(start + offset)
+                        memory.write(bytes(stop - offset))
+                    offset = stop + 1
+        finally:
+            block[:] = bytes(len(block))   # the values were read into this buffer: it must not keep them
         with open("/proc/self/environ", "rb") as f:
             left = {entry.split(b"=", 1)[0] for entry in f.read().split(b"\0")}
         return not (left & wanted)
