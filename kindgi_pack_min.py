@@ -3647,12 +3647,18 @@ class PackService:
     # -- what a call's records carry ---------------------------------------------
 
     def caller_text(self, value):
-        """A caller's string as a record carries it: never the token, and at most MAX_CALLER_TEXT long."""
+        """A caller's string as a record carries it: at most MAX_CALLER_TEXT long, never the token,
+        and the known shapes of secrets masked, as in pack code's records (the official service
+        masks them in every record).  Masked before the cut, which could split a secret from what
+        marks it, and in twice the length kept only: a record's cost is bounded whatever the
+        caller sends."""
         if self.token.is_token(value):
             return "[redacted]"
-        if len(value) > MAX_CALLER_TEXT:
-            return "%s...[%d more characters]" % (value[:MAX_CALLER_TEXT], len(value) - MAX_CALLER_TEXT)
-        return value
+        shown = scrub_text(value[:2 * MAX_CALLER_TEXT])
+        more = len(shown) - MAX_CALLER_TEXT + max(0, len(value) - 2 * MAX_CALLER_TEXT)
+        if more > 0:
+            return "%s...[%d more characters]" % (shown[:MAX_CALLER_TEXT], more)
+        return shown
 
     def tool_logger(self, fields):
         """``ctx.log``: the call's ids, then the pack's and ``target``, in every record, as the SDK's."""
