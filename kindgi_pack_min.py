@@ -360,9 +360,10 @@ URL_PASSWORD = re.compile(r"(?<![a-z0-9+.-])([0-9+.-]*[a-z][a-z0-9+.-]*://[^\s:/
                           re.ASCII | re.IGNORECASE)
 MAX_FIELD_DEPTH = 8   # deeper containers in a pack's record are written "[too deep]"
 # Characters that line splitters or terminals act on: C1 controls (U+0085 is NEL), the
-# Unicode line and paragraph separators; in pretty lines C0 controls and DEL too.
+# Unicode line and paragraph separators; in pretty lines C0 controls and DEL too, and the
+# bidirectional controls, with which a caller's id would make the rest of the line read reversed.
 LINE_BREAKING = re.compile("[\x80-\x9f\u2028\u2029]")
-UNPRINTABLE = re.compile("[\x00-\x1f\x7f-\x9f\u2028\u2029]")
+UNPRINTABLE = re.compile("[\x00-\x1f\x7f-\x9f\u061c\u200e\u200f\u2028\u2029\u202a-\u202e\u2066-\u2069]")
 
 
 def is_finite(number):
