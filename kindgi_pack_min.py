@@ -366,9 +366,10 @@ URL_PASSWORD = re.compile(r"(?<![a-z0-9+.-])([0-9+.-]*[a-z][a-z0-9+.-]*://[^\s:/
                           re.ASCII | re.IGNORECASE)
 MAX_FIELD_DEPTH = 8   # deeper containers in a pack's record are written "[too deep]"
 # Characters that line splitters or terminals act on: C1 controls (U+0085 is NEL), the
-# Unicode line and paragraph separators; in pretty lines C0 controls and DEL too.
+# Unicode line and paragraph separators; in pretty lines C0 controls and DEL too, and the
+# bidirectional controls, with which a caller's id would make the rest of the line read reversed.
 LINE_BREAKING = re.compile("[\x80-\x9f\u2028\u2029]")
-UNPRINTABLE = re.compile("[\x00-\x1f\x7f-\x9f\u2028\u2029]")
+UNPRINTABLE = re.compile("[\x00-\x1f\x7f-\x9f\u061c\u200e\u200f\u2028\u2029\u202a-\u202e\u2066-\u2069]")
 
 
 def is_finite(number):
@@ -1272,6 +1273,25 @@ def forget_variables(names):
         os.environ.pop(name, None)
 
 
+def read_environ_block(block):
+    """Read /proc/self/environ into the bytearray ``block``; return how many bytes it holds.
+
+    A buffer the caller overwrites once done: a ``bytes`` read, once freed, left every value in
+    the process's heap, where pack code reading /proc/self/mem found the ones the filter dropped."""
+    filled = 0
+    with open("/proc/self/environ", "rb", buffering=0) as f:
+        view = memoryview(block)
+        try:
+            while filled < len(block):
+                count = f.readinto(view[filled:])
+                if not count:
+                    break
+                filled += count
+        finally:
+            view.release()
+    return filled
+
+
 def scrub_environ_block(names):
     """Overwrite the named variables in the process's initial environment block.
 
@@ -1282,15 +1302,21 @@ def scrub_environ_block(names):
             fields = f.read().rsplit(b")", 1)[1].split()
         start, end = int(fields[47]), int(fields[48])   # env_start, env_end (fields 50, 51)
         wanted = {name.encode("utf-8", "surrogateescape") for name in names}
-        with open("/proc/self/environ", "rb") as f:
-            block = f.read()
-        offset = 0
-        with open("/proc/self/mem", "r+b", buffering=0) as memory:   # this process's own memory
-            for entry in block.split(b"\0"):
-                if entry.split(b"=", 1)[0] in wanted and start + offset + len(entry) <= end:
-                    memory.seek(start + offset)
-                    memory.write(bytes(len(entry)))
-                offset += len(entry) + 1
+        block = bytearray(max(0, end - start))
+        try:
+            filled = read_environ_block(block)
+            offset = 0
+            with open("/proc/self/mem", "r+b", buffering=0) as memory:   # this process's own memory
+                while offset < filled:
+                    stop = block.find(b"\0", offset, filled)
+                    stop = filled if stop < 0 else stop
+                    equals = block.find(b"=", offset, stop)
+                    if bytes(block[offset:stop if equals < 0 else equals]) in wanted and start + stop <= end:
+                        memory.seek(start + offset)
+                        memory.write(bytes(stop - offset))
+                    offset = stop + 1
+        finally:
+            block[:] = bytes(len(block))   # the values were read into this buffer: it must not keep them
         with open("/proc/self/environ", "rb") as f:
             left = {entry.split(b"=", 1)[0] for entry in f.read().split(b"\0")}
         return not (left & wanted)
@@ -3628,12 +3654,18 @@ class PackService:
     # -- what a call's records carry ---------------------------------------------
 
     def caller_text(self, value):
-        """A caller's string as a record carries it: never the token, and at most MAX_CALLER_TEXT long."""
+        """A caller's string as a record carries it: at most MAX_CALLER_TEXT long, never the token,
+        and the known shapes of secrets masked, as in pack code's records (the official service
+        masks them in every record).  Masked before the cut, which could split a secret from what
+        marks it, and in twice the length kept only: a record's cost is bounded whatever the
+        caller sends."""
         if self.token.is_token(value):
             return "[redacted]"
-        if len(value) > MAX_CALLER_TEXT:
-            return "%s...[%d more characters]" % (value[:MAX_CALLER_TEXT], len(value) - MAX_CALLER_TEXT)
-        return value
+        shown = scrub_text(value[:2 * MAX_CALLER_TEXT])
+        more = len(shown) - MAX_CALLER_TEXT + max(0, len(value) - 2 * MAX_CALLER_TEXT)
+        if more > 0:
+            return "%s...[%d more characters]" % (shown[:MAX_CALLER_TEXT], more)
+        return shown
 
     def tool_logger(self, fields):
         """``ctx.log``: the call's ids, then the pack's and ``target``, in every record, as the SDK's."""

@@ -749,6 +749,15 @@ def test_pretty_lines_escape_controls(pipe_records):
     assert line.endswith('INFO  pack one\\u000atwo\\u001b[2J\\u007f  event="x"'), line
 
 
+def test_pretty_lines_escape_bidirectional_controls(pipe_records):
+    """A right-to-left override in a caller's id would show the rest of the line reversed."""
+    make, lines = pipe_records
+    records = make(pretty=True)
+    records.write("warn", "tool a\u202eb ok", event="call", fields={"requestId": "\u2066x\u2069\u200f\u061c"})
+    line, = lines(records)
+    assert line.endswith('WARN  pack tool a\\u202eb ok  requestId="\\u2066x\\u2069\\u200f\\u061c" event="call"'), line
+
+
 def test_levels_filter_all_but_lifecycle_records(pipe_records):
     make, lines = pipe_records
     records = make(level="warn", levels={"pack.tool": "debug"})

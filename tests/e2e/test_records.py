@@ -496,6 +496,22 @@ def test_a_callers_string_of_1024_characters_is_kept_whole_and_one_more_is_cut(s
     assert (record["projectId"], record["orgId"]) == ("p" * 1024 + "...[1 more characters]", "o" * 1024)
 
 
+def test_a_callers_strings_have_secrets_masked_in_records(service):
+    """The call record masks the known shapes of secrets in the caller's ids, as the official
+    service's records do, and before the cut: a credential the cut would split is still masked."""
+    split = "x" * 1009 + " Bearer " + "c" * 40
+    ctx = {"tenantId": "t", "runId": "run-masked", "requestId": "Bearer abc.def-123",
+           "projectId": "postgres://app:hunter2@db/x", "orgId": split}
+    response = service.call_tool("kgi_sk_0123456789abcdefghij", {}, ctx=ctx)
+    assert response.json["toolId"] == "kgi_sk_0123456789abcdefghij"
+    record = call_record(service, "run-masked")
+    assert (record["requestId"], record["projectId"]) == ("Bearer [redacted]", "postgres://app:***@db/x")
+    assert record["orgId"] == "x" * 1009 + " Bearer [redact...[3 more characters]"
+    assert record["toolId"] == record["id"] == "kgi_sk_\u2026ghij"
+    line = [line for line in service.raw_stderr if "run-masked" in line][0]
+    assert "hunter2" not in line and "abc.def" not in line and "cccc" not in line and "0123456789" not in line
+
+
 def test_auto_format_writes_json_when_stderr_is_not_a_terminal(launcher, pack_index):
     code, checked = launcher.run(["--check", "--index", pack_index], env={"KINDGI_LOG_FORMAT": "auto"})
     assert code == 0

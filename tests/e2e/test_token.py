@@ -294,6 +294,70 @@ def test_the_search_finds_what_the_service_holds(filtered):
     assert response.json["output"]["found"] != []
 
 
+# Reads every readable mapping of its own memory at import, looking for needles kept reversed and
+# in two halves, so that no whole copy of one is in the process but the one the service left.
+MEMORY_SCAN = '''
+from kindgi import tool
+
+NEEDLES = %r
+
+def scan():
+    halves = [(a[::-1].encode(), b[::-1].encode()) for a, b in NEEDLES]
+    found = []
+    with open("/proc/self/maps") as f:
+        maps = f.read().splitlines()
+    with open("/proc/self/mem", "rb", buffering=0) as memory:
+        for line in maps:
+            fields = line.split()
+            if "r" not in fields[1] or fields[5:6] in (["[vvar]"], ["[vvar_vclock]"], ["[vsyscall]"]):
+                continue
+            start, end = (int(x, 16) for x in fields[0].split("-"))
+            try:
+                memory.seek(start)
+                data = memory.read(end - start)
+            except (OSError, OverflowError, ValueError):
+                continue
+            for n, (a, b) in enumerate(halves):
+                i = data.find(a)
+                while i >= 0:
+                    if data[i + len(a):i + len(a) + len(b)] == b:
+                        found.append("needle %%d in %%s" %% (n, " ".join(fields[1:2] + fields[5:])))
+                    i = data.find(a, i + 1)
+    return found
+
+AT_IMPORT = scan()
+
+@tool(id="scan", description="What the memory held at import.", input={"type": "object"}, output={})
+def scan_tool(input, ctx):
+    return AT_IMPORT
+'''
+
+
+def test_no_copy_of_a_dropped_value_is_left_in_memory(launcher, tmp_path):
+    """Pack code that reads its own memory (/proc/self/mem) at import finds no copy of a dropped
+    variable that the service's reading of its environment block left in memory it freed; the
+    declared one, in the block the process started with, it finds.  Searched as the block writes
+    them, ``NAME=value``: the interpreter's own copies of a value (os.environ's, freed when the
+    variable is dropped) may stay in memory it freed, which no code of the service can clear."""
+    try:
+        open("/proc/self/mem", "rb", buffering=0).close()
+    except OSError as exc:
+        pytest.skip("/proc/self/mem can't be read here: %s" % exc)
+    halves = [("DATABASE_URL=dropped-"[::-1], "value-zz9911"[::-1]),
+              ("DECLARED_REQUIRED=declared-"[::-1], "value-aa7733"[::-1])]
+    pack = PackWriter(tmp_path)
+    pack.module("tools/scan.py", MEMORY_SCAN % (halves,))
+    pack.tool("scan", "tools/scan.py")
+    pack.env = {"required": ["DECLARED_REQUIRED"], "optional": []}
+    service = launcher.start(pack.write(), env={"DATABASE_URL": "dropped-value-zz9911",
+                                                "DECLARED_REQUIRED": "declared-value-aa7733"})
+    assert "DATABASE_URL" in service.records_of("env-dropped")[0]["names"]
+    response = service.call_tool("scan", {})
+    assert response.status == 200, response
+    assert [place for place in response.json["output"] if place.startswith("needle 0")] == []
+    assert [place for place in response.json["output"] if place.startswith("needle 1")] != []
+
+
 def test_token_is_trimmed(launcher, pack_index):
     service = launcher.start(pack_index, token="  %s\t" % TOKEN, env={"DECLARED_REQUIRED": "r"})
     assert service.request("GET", "/v1/info").status == 200
