@@ -235,12 +235,15 @@ def resolved(path):
     A symbolic link loop makes ``resolve()`` raise RuntimeError before Python 3.13; from
     3.13 on it gives the path as far as it could follow it, and so does this, on every
     interpreter: the loop is then reported where the path is used (no config found, the
-    output can't be written), not as a traceback.
+    output can't be written), not as a traceback.  A relative path from a current folder
+    that was removed can't be made absolute: it is given as it is, and is not found there.
     """
     try:
         return path.resolve()
     except RuntimeError:
         return Path(os.path.realpath(str(path)))
+    except OSError:   # os.getcwd() of a removed folder
+        return path
 
 
 def _kindgi(service):

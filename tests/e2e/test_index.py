@@ -233,6 +233,20 @@ def test_a_glob_under_a_link_loop_finds_nothing_there(tmp_path):
     assert json.loads(ran.stdout)["value"]["counts"]["tools"] == 1
 
 
+@pytest.mark.parametrize("args", [["--pack-dir", "pack"], ["--pack-dir", "/nowhere", "--config", "pack.toml"]])
+def test_a_relative_path_from_a_removed_folder_is_an_outcome_not_a_traceback(tmp_path, args):
+    """The current folder was removed: a relative path can't be made absolute (os.getcwd()
+    raises), and is looked for where it is, where nothing is found."""
+    gone = tmp_path / "gone"
+    gone.mkdir()
+    ran = run(["sh", "-c", 'cd "$1" && rmdir "$1" && shift && exec "$@"', "sh", gone, PYTHON, SERVICE, "index"]
+              + args + ["--json"] + PINS)
+    assert (ran.code, ran.stderr) == (1, ""), ran
+    error = json.loads(ran.stdout)["error"]
+    assert (error["code"], error["message"]) == ("config-not-found", "No pyproject.toml found at pack root "
+                                                 + args[1])
+
+
 def test_a_previous_output_nested_too_deep_counts_as_none(tmp_path):
     """The default artifactVersion reads the previous output's; one JSON can't read (nested
     past the parser's depth) starts the day's count at 1, as an unreadable one does."""
