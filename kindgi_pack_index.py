@@ -175,6 +175,8 @@ def run_indexer(service, pack_dir, config_path=None, output_path=None, artifact_
     does this one.
     """
     pack_dir = resolved(pack_dir)
+    if output_path is not None:   # pack code may change the current folder: name the output from this one
+        output_path = absolute(output_path)
     try:
         config = load_config(pack_dir, config_path)
     except ConfigError as error:
@@ -243,6 +245,15 @@ def resolved(path):
     except RuntimeError:
         return Path(os.path.realpath(str(path)))
     except OSError:   # os.getcwd() of a removed folder
+        return path
+
+
+def absolute(path):
+    """The path from the current folder, as named (its links not followed); as it is when
+    the current folder was removed."""
+    try:
+        return Path(os.getcwd()) / path
+    except OSError:
         return path
 
 

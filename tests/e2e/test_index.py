@@ -233,6 +233,19 @@ def test_a_glob_under_a_link_loop_finds_nothing_there(tmp_path):
     assert json.loads(ran.stdout)["value"]["counts"]["tools"] == 1
 
 
+def test_a_relative_output_is_named_from_the_folder_the_command_runs_in(tmp_path):
+    """A module that changes the current folder as it is imported: --output dist/index.json is
+    still written under the folder the command ran in, not under the module's (the index went
+    to tools/dist/, and dist/index.json stayed as it was)."""
+    root = write_files(tmp_path / "pack", {"pyproject.toml": CONFIG, "tools/t.py": "import os\n"
+                                           "os.chdir(os.path.dirname(os.path.abspath(__file__)))\n" + TOOL})
+    ran = run_index(["--pack-dir", "pack", "--output", "dist/index.json", "--json"] + PINS, cwd=tmp_path)
+    assert (ran.code, ran.stderr) == (0, ""), ran
+    assert json.loads(ran.stdout)["value"]["outputPath"] == str(tmp_path / "dist" / "index.json")
+    assert (tmp_path / "dist" / "index.json").is_file()
+    assert not (root / "tools" / "dist").exists()
+
+
 @pytest.mark.parametrize("args", [["--pack-dir", "pack"], ["--pack-dir", "/nowhere", "--config", "pack.toml"]])
 def test_a_relative_path_from_a_removed_folder_is_an_outcome_not_a_traceback(tmp_path, args):
     """The current folder was removed: a relative path can't be made absolute (os.getcwd()
