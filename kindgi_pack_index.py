@@ -139,12 +139,16 @@ def main(argv, service):
             return _usage_error("unexpected argument %s" % arg)
     if "--pack-dir" not in options:
         return _usage_error("--pack-dir is required")
+    streams = sys.stdout, sys.stderr
+    descriptors = [_descriptor(stream) for stream in streams]
     outcome = run_indexer(
         service, Path(options["--pack-dir"]),
         config_path=Path(options["--config"]) if "--config" in options else None,
         output_path=Path(options["--output"]) if "--output" in options else None,
         artifact_version=options.get("--artifact-version"),
         published_at=options.get("--published-at"))
+    sys.stdout = _stream_for(sys.stdout, streams[0], descriptors[0])
+    sys.stderr = _stream_for(sys.stderr, streams[1], descriptors[1])
     if as_json:
         if service.write_out(json.dumps(outcome, separators=(",", ":")) + "\n"):
             return 1   # stdout takes nothing: said in one line on stderr
@@ -154,6 +158,24 @@ def main(argv, service):
         sys.stderr.write("kindgi_pack_min index: %s: %s\n" % (error["code"], error["message"]))
         return 1
     return service.write_out(json.dumps(outcome["value"], indent=2) + "\n")
+
+
+def _stream_for(current, started, descriptor):
+    """The stream the outcome is written to: ``started``, the command's own, unless the one pack
+    code put in its place writes to the same descriptor (stdout re-wrapped for UTF-8: the old
+    one may be detached, or closed with it).  Anything else a module put there (``sys.stderr``
+    to keep its prints off stdout, a StringIO to silence them, None) is undone."""
+    if descriptor is not None and _descriptor(current) == descriptor:
+        return current
+    return started
+
+
+def _descriptor(stream):
+    """The file descriptor a stream writes to; None for None, a StringIO, a closed stream."""
+    try:
+        return stream.fileno()
+    except Exception:
+        return None
 
 
 def _usage_error(problem):

@@ -4518,7 +4518,7 @@ def write_out(text):
         sys.stdout.write(text)
         sys.stdout.flush()
         return 0
-    except (AttributeError, OSError) as exc:   # None when closed at start
+    except (AttributeError, OSError, ValueError) as exc:   # None when closed at start; ValueError when closed since
         sys.stderr.write("kindgi_pack_min: cannot write to stdout: %s\n"
                          % ("it is closed" if sys.stdout is None else exc))
         if sys.stdout is not None:   # what it still holds goes nowhere: the exit's flush would fail again, aloud

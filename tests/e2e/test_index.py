@@ -260,6 +260,34 @@ def test_a_relative_path_from_a_removed_folder_is_an_outcome_not_a_traceback(tmp
                                                  + args[1])
 
 
+@pytest.mark.parametrize("replace, stdout, stderr", [
+    ("sys.stderr", "", "from the module\n"),
+    ("None", "", ""),
+    ("io.StringIO()", "", ""),
+    ("io.TextIOWrapper(sys.stdout.buffer, encoding='utf-8')", "from the module\n", ""),
+    ("io.TextIOWrapper(sys.stdout.detach(), encoding='utf-8')", "from the module\n", ""),
+])
+def test_the_outcome_goes_to_stdout_whatever_a_module_put_in_sys_stdout(tmp_path, replace, stdout, stderr):
+    """A module that keeps its prints off stdout (sys.stdout = sys.stderr), or silences them:
+    the outcome still ends the command's stdout (it went to stderr, or nowhere).  One that
+    re-wraps stdout (for UTF-8) keeps it: the old wrapper is detached, or closed with the new."""
+    root = write_files(tmp_path / "pack", {"pyproject.toml": CONFIG, "tools/t.py": TOOL, "tools/quiet.py":
+                                           "import io, sys\nsys.stdout = %s\nprint('from the module')\n" % replace})
+    ran = run_index(["--pack-dir", root, "--json"] + PINS)
+    assert (ran.code, ran.stderr) == (0, stderr), ran
+    printed, _, outcome = ran.stdout[:-1].rpartition("\n")
+    assert printed + _ == stdout
+    assert json.loads(outcome)["value"]["counts"]["tools"] == 1
+
+
+def test_a_stdout_a_module_closed_is_one_line_on_stderr(tmp_path):
+    root = write_files(tmp_path / "pack", {"pyproject.toml": CONFIG, "tools/t.py": TOOL,
+                                           "tools/closer.py": "import sys\nsys.stdout.close()\n"})
+    ran = run_index(["--pack-dir", root, "--json"] + PINS)
+    assert (ran.code, ran.stdout) == (1, ""), ran
+    assert ran.stderr == "kindgi_pack_min: cannot write to stdout: I/O operation on closed file.\n"
+
+
 def test_a_previous_output_nested_too_deep_counts_as_none(tmp_path):
     """The default artifactVersion reads the previous output's; one JSON can't read (nested
     past the parser's depth) starts the day's count at 1, as an unreadable one does."""
