@@ -452,7 +452,8 @@ def _atomic_write(path, text):
     """Write text (UTF-8) to a temporary file beside path, then rename it over path.
 
     A device or a named pipe is written into instead: renamed over, --output /dev/null would
-    have replaced the machine's /dev/null with a file.
+    have replaced the machine's /dev/null with a file.  The temporary file is a new one: a link
+    or a file already at its name (which can be guessed) is refused, not written through.
     """
     data = text.encode("utf-8")
     if _is_special(path):
@@ -461,8 +462,9 @@ def _atomic_write(path, text):
         return
     path.parent.mkdir(parents=True, exist_ok=True)
     tmp = path.with_name("%s.tmp-%d-%d" % (path.name, os.getpid(), int(time.time() * 1000)))
+    fd = os.open(str(tmp), os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o666)
     try:
-        with open(str(tmp), "wb") as f:
+        with os.fdopen(fd, "wb") as f:
             f.write(data)
         os.replace(str(tmp), str(path))
     except OSError:

@@ -152,6 +152,25 @@ def test_a_write_that_fails_midway_is_output_write_failed_and_leaves_no_temporar
     assert (root / "index.json").read_text() == "previous\n"
 
 
+def test_a_link_at_the_temporary_name_is_not_written_through(tmp_path):
+    """The temporary file's name can be guessed (pid and time): one who can write to the output's
+    folder puts links there, to a file of theirs or of the system's.  The index was written through
+    the link into that file, and the output became the link; the name is refused now."""
+    victim = tmp_path / "victim.txt"
+    victim.write_text("precious\n")
+    plant = ("import os, time\nnow = int(time.time() * 1000)\nfor ms in range(now, now + 20000):\n"
+             "    os.symlink(%r, os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(__file__))), "
+             "'index.json.tmp-%%d-%%d' %% (os.getpid(), ms)))\n" % str(victim))
+    root = write_files(tmp_path / "pack", {"pyproject.toml": CONFIG, "tools/t.py": plant + TOOL})
+    ran = run_index(["--pack-dir", root, "--json"] + PINS)
+    assert (ran.code, ran.stderr) == (1, ""), ran
+    error = json.loads(ran.stdout)["error"]
+    assert (error["code"], error["filePath"]) == ("output-write-failed", str(root / "index.json"))
+    assert "File exists" in error["message"]
+    assert victim.read_text() == "precious\n"
+    assert not (root / "index.json").exists()
+
+
 def link_loop(path):
     """Make path a symbolic link to a link that leads back to it."""
     back = path.parent / (path.name + "-back")
