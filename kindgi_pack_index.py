@@ -347,10 +347,15 @@ def _module_name(service, rel_path):
 
     A glob can match a file that is no module (``tools/*`` takes ``tools/README.md``) or
     one outside the pack (``../lib/*.py``): that is a ValueError, worded as the SDK's
-    indexer words it, so that its file error is the SDK's.
+    indexer words it, so that its file error is the SDK's.  A backslash in a file's name
+    (``tools/a\\b.py``) is no Python name: the service reads one in a module path as a
+    separator, and would import another module (``tools/a/b.py``) for it.
     """
     if not rel_path.endswith(".py") or rel_path.startswith("/") or ".." in rel_path.split("/"):
         raise ValueError("not a pack-relative Python module path: %s" % rel_path)
+    if "\\" in rel_path:
+        raise ImportError("Module path %s is not importable: every part must be a Python name"
+                          % json.dumps(rel_path))
     return service.module_name_for(rel_path)
 
 

@@ -361,6 +361,22 @@ def test_a_discovered_file_outside_the_pack_is_the_sdks_file_error_not_imported(
     assert_only_file_error_is_not_a_module_path(outcome_of(ran, root)["value"], "../lib/x.py")
 
 
+def test_a_backslash_in_a_file_name_is_no_python_name(tmp_path):
+    """``tools/a\\b.py`` is a file of its own on Linux, but the service reads a backslash in a
+    module path as a separator: it was imported as tools/a/b.py, and reported as a duplicate of it."""
+    root = write_files(tmp_path / "pack", {"pyproject.toml": CONFIG, "tools/t.py": TOOL,
+                                           "tools/a\\b.py": TOOL.replace("acme.run.t", "acme.run.backslash"),
+                                           "tools/a/b.py": TOOL.replace("acme.run.t", "acme.run.b")})
+    ran = run_index(["--pack-dir", root, "--json"] + PINS)
+    assert (ran.code, ran.stderr) == (0, ""), ran
+    value = outcome_of(ran, root)["value"]
+    problem = 'Module path "tools/a\\\\b.py" is not importable: every part must be a Python name'
+    assert value["fileErrors"] == [{"code": "file-import-failed", "filePath": "tools/a\\b.py",
+                                    "message": "Failed to import tools/a\\b.py: ImportError: " + problem,
+                                    "cause": {"name": "ImportError", "message": problem}}]
+    assert value["counts"]["tools"] == 2
+
+
 def test_an_exception_that_cant_be_printed_is_still_a_file_error(tmp_path):
     """A module that raises an exception whose str() raises too: a file error saying so, the
     rest indexed (the SDK's indexer stops with a traceback)."""
