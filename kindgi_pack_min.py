@@ -1646,11 +1646,21 @@ def primitives_of(module, kind):
     """The module's own tools or guardrails, in definition order, once each."""
     seen, found = set(), []
     for value in list(vars(module).values()):
-        if isinstance(value, kind) and getattr(value, "module", None) == module.__name__ \
+        if _is_instance(value, kind) and getattr(value, "module", None) == module.__name__ \
                 and id(value) not in seen:
             seen.add(id(value))
             found.append(value)
     return found
+
+
+def _is_instance(value, kind):
+    """``isinstance``, False where it raises: a lazy proxy a module imports (Django's ``settings``
+    before it is configured, Flask's ``request`` outside a request) answers it with its target's
+    ``__class__``, and raises when it has none.  It is no tool either way."""
+    try:
+        return isinstance(value, kind)
+    except Exception:
+        return False
 
 
 def tool_for(tools, entry):

@@ -392,6 +392,21 @@ def test_an_exception_that_cant_be_printed_is_still_a_file_error(tmp_path):
     assert value["counts"]["tools"] == 1
 
 
+def test_a_lazy_proxy_at_module_level_is_passed_over_by_the_indexer_and_the_service(launcher, tmp_path):
+    """A module imports a lazy proxy (Django's ``settings`` before it is configured, Flask's
+    ``request`` outside a request): ``isinstance`` reads its ``__class__``, which raises.  Both
+    stopped with a traceback (the indexer, and the service's boot); the proxy is no tool."""
+    proxy = ("class Proxy(object):\n    @property\n    def __class__(self):\n"
+             "        raise RuntimeError('Working outside of application context.')\n\n\nrequest = Proxy()\n")
+    root = write_files(tmp_path / "pack", {"pyproject.toml": CONFIG, "tools/t.py": proxy + TOOL})
+    ran = run_index(["--pack-dir", root, "--json"] + PINS)
+    assert (ran.code, ran.stderr) == (0, ""), ran
+    value = json.loads(ran.stdout)["value"]
+    assert (value["counts"]["tools"], value["fileErrors"]) == (1, [])
+    service = launcher.start(str(root / "index.json"))
+    assert service.call_tool("acme.run.t", {}, version="1.0.0").json["kind"] == "result"
+
+
 def test_without_pydantic_an_agents_typed_output_is_refused_not_a_traceback(tmp_path):
     """Without pydantic (``-S``: no site-packages), an agent whose output is a type only pydantic
     describes is a file error, as a tool's is, and the rest is indexed; an output block whose
