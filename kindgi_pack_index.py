@@ -304,6 +304,8 @@ def index_pack(service, kindgi, discovered, config):
     for rel_path, expected in discovered:
         try:
             module = importlib.import_module(_module_name(service, rel_path))
+            # What the import left in sys.modules may be pack code's object, not a module (42).
+            primitives = service.primitives_of(module, tuple(cls for cls, _ in classes))
         except BaseException as cause:   # pack code: an import may raise anything, SystemExit too
             if isinstance(cause, KeyboardInterrupt):
                 raise
@@ -313,7 +315,6 @@ def index_pack(service, kindgi, discovered, config):
                 "file-import-failed", "Failed to import %s: %s: %s" % (rel_path, fields["name"], fields["message"]),
                 rel_path, cause=fields))
             continue
-        primitives = service.primitives_of(module, tuple(cls for cls, _ in classes))
         if not primitives:
             if rel_path.rpartition("/")[2].startswith("_"):
                 continue

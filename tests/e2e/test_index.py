@@ -407,6 +407,21 @@ def test_a_lazy_proxy_at_module_level_is_passed_over_by_the_indexer_and_the_serv
     assert service.call_tool("acme.run.t", {}, version="1.0.0").json["kind"] == "result"
 
 
+def test_a_module_that_leaves_no_module_in_its_place_is_a_file_error(tmp_path):
+    """``sys.modules[__name__] = 42``: what the import gives has no names to look through (the
+    indexer stopped with a TypeError); a file error, and the rest is indexed."""
+    root = write_files(tmp_path / "pack", {"pyproject.toml": CONFIG, "tools/t.py": TOOL,
+                                           "tools/odd.py": "import sys\nsys.modules[__name__] = 42\n"})
+    ran = run_index(["--pack-dir", root, "--json"] + PINS)
+    assert (ran.code, ran.stderr) == (0, ""), ran
+    value = outcome_of(ran, root)["value"]
+    problem = "vars() argument must have __dict__ attribute"
+    assert value["fileErrors"] == [{"code": "file-import-failed", "filePath": "tools/odd.py",
+                                    "message": "Failed to import tools/odd.py: TypeError: " + problem,
+                                    "cause": {"name": "TypeError", "message": problem}}]
+    assert value["counts"]["tools"] == 1
+
+
 def test_without_pydantic_an_agents_typed_output_is_refused_not_a_traceback(tmp_path):
     """Without pydantic (``-S``: no site-packages), an agent whose output is a type only pydantic
     describes is a file error, as a tool's is, and the rest is indexed; an output block whose
