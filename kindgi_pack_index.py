@@ -139,12 +139,16 @@ def main(argv, service):
             return _usage_error("unexpected argument %s" % arg)
     if "--pack-dir" not in options:
         return _usage_error("--pack-dir is required")
+    streams = sys.stdout, sys.stderr
+    descriptors = [_descriptor(stream) for stream in streams]
     outcome = run_indexer(
         service, Path(options["--pack-dir"]),
         config_path=Path(options["--config"]) if "--config" in options else None,
         output_path=Path(options["--output"]) if "--output" in options else None,
         artifact_version=options.get("--artifact-version"),
         published_at=options.get("--published-at"))
+    sys.stdout = _stream_for(sys.stdout, streams[0], descriptors[0])
+    sys.stderr = _stream_for(sys.stderr, streams[1], descriptors[1])
     if as_json:
         if service.write_out(json.dumps(outcome, separators=(",", ":")) + "\n"):
             return 1   # stdout takes nothing: said in one line on stderr
@@ -154,6 +158,24 @@ def main(argv, service):
         sys.stderr.write("kindgi_pack_min index: %s: %s\n" % (error["code"], error["message"]))
         return 1
     return service.write_out(json.dumps(outcome["value"], indent=2) + "\n")
+
+
+def _stream_for(current, started, descriptor):
+    """The stream the outcome is written to: ``started``, the command's own, unless the one pack
+    code put in its place writes to the same descriptor (stdout re-wrapped for UTF-8: the old
+    one may be detached, or closed with it).  Anything else a module put there (``sys.stderr``
+    to keep its prints off stdout, a StringIO to silence them, None) is undone."""
+    if descriptor is not None and _descriptor(current) == descriptor:
+        return current
+    return started
+
+
+def _descriptor(stream):
+    """The file descriptor a stream writes to; None for None, a StringIO, a closed stream."""
+    try:
+        return stream.fileno()
+    except Exception:
+        return None
 
 
 def _usage_error(problem):
@@ -175,6 +197,8 @@ def run_indexer(service, pack_dir, config_path=None, output_path=None, artifact_
     does this one.
     """
     pack_dir = resolved(pack_dir)
+    if output_path is not None:   # pack code may change the current folder: name the output from this one
+        output_path = absolute(output_path)
     try:
         config = load_config(pack_dir, config_path)
     except ConfigError as error:
@@ -235,12 +259,24 @@ def resolved(path):
     A symbolic link loop makes ``resolve()`` raise RuntimeError before Python 3.13; from
     3.13 on it gives the path as far as it could follow it, and so does this, on every
     interpreter: the loop is then reported where the path is used (no config found, the
-    output can't be written), not as a traceback.
+    output can't be written), not as a traceback.  A relative path from a current folder
+    that was removed can't be made absolute: it is given as it is, and is not found there.
     """
     try:
         return path.resolve()
     except RuntimeError:
         return Path(os.path.realpath(str(path)))
+    except OSError:   # os.getcwd() of a removed folder
+        return path
+
+
+def absolute(path):
+    """The path from the current folder, as named (its links not followed); as it is when
+    the current folder was removed."""
+    try:
+        return Path(os.getcwd()) / path
+    except OSError:
+        return path
 
 
 def _kindgi(service):
@@ -268,6 +304,8 @@ def index_pack(service, kindgi, discovered, config):
     for rel_path, expected in discovered:
         try:
             module = importlib.import_module(_module_name(service, rel_path))
+            # What the import left in sys.modules may be pack code's object, not a module (42).
+            primitives = service.primitives_of(module, tuple(cls for cls, _ in classes))
         except BaseException as cause:   # pack code: an import may raise anything, SystemExit too
             if isinstance(cause, KeyboardInterrupt):
                 raise
@@ -277,7 +315,6 @@ def index_pack(service, kindgi, discovered, config):
                 "file-import-failed", "Failed to import %s: %s: %s" % (rel_path, fields["name"], fields["message"]),
                 rel_path, cause=fields))
             continue
-        primitives = service.primitives_of(module, tuple(cls for cls, _ in classes))
         if not primitives:
             if rel_path.rpartition("/")[2].startswith("_"):
                 continue
@@ -311,10 +348,15 @@ def _module_name(service, rel_path):
 
     A glob can match a file that is no module (``tools/*`` takes ``tools/README.md``) or
     one outside the pack (``../lib/*.py``): that is a ValueError, worded as the SDK's
-    indexer words it, so that its file error is the SDK's.
+    indexer words it, so that its file error is the SDK's.  A backslash in a file's name
+    (``tools/a\\b.py``) is no Python name: the service reads one in a module path as a
+    separator, and would import another module (``tools/a/b.py``) for it.
     """
     if not rel_path.endswith(".py") or rel_path.startswith("/") or ".." in rel_path.split("/"):
         raise ValueError("not a pack-relative Python module path: %s" % rel_path)
+    if "\\" in rel_path:
+        raise ImportError("Module path %s is not importable: every part must be a Python name"
+                          % json.dumps(rel_path))
     return service.module_name_for(rel_path)
 
 
@@ -416,7 +458,8 @@ def _atomic_write(path, text):
     """Write text (UTF-8) to a temporary file beside path, then rename it over path.
 
     A device or a named pipe is written into instead: renamed over, --output /dev/null would
-    have replaced the machine's /dev/null with a file.
+    have replaced the machine's /dev/null with a file.  The temporary file is a new one: a link
+    or a file already at its name (which can be guessed) is refused, not written through.
     """
     data = text.encode("utf-8")
     if _is_special(path):
@@ -425,8 +468,9 @@ def _atomic_write(path, text):
         return
     path.parent.mkdir(parents=True, exist_ok=True)
     tmp = path.with_name("%s.tmp-%d-%d" % (path.name, os.getpid(), int(time.time() * 1000)))
+    fd = os.open(str(tmp), os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o666)
     try:
-        with open(str(tmp), "wb") as f:
+        with os.fdopen(fd, "wb") as f:
             f.write(data)
         os.replace(str(tmp), str(path))
     except OSError:

@@ -1678,11 +1678,21 @@ def primitives_of(module, kind):
     """The module's own tools or guardrails, in definition order, once each."""
     seen, found = set(), []
     for value in list(vars(module).values()):
-        if isinstance(value, kind) and getattr(value, "module", None) == module.__name__ \
+        if _is_instance(value, kind) and getattr(value, "module", None) == module.__name__ \
                 and id(value) not in seen:
             seen.add(id(value))
             found.append(value)
     return found
+
+
+def _is_instance(value, kind):
+    """``isinstance``, False where it raises: a lazy proxy a module imports (Django's ``settings``
+    before it is configured, Flask's ``request`` outside a request) answers it with its target's
+    ``__class__``, and raises when it has none.  It is no tool either way."""
+    try:
+        return isinstance(value, kind)
+    except Exception:
+        return False
 
 
 def tool_for(tools, entry):
@@ -4556,7 +4566,7 @@ def write_out(text):
         sys.stdout.write(text)
         sys.stdout.flush()
         return 0
-    except (AttributeError, OSError) as exc:   # None when closed at start
+    except (AttributeError, OSError, ValueError) as exc:   # None when closed at start; ValueError when closed since
         sys.stderr.write("kindgi_pack_min: cannot write to stdout: %s\n"
                          % ("it is closed" if sys.stdout is None else exc))
         if sys.stdout is not None:   # what it still holds goes nowhere: the exit's flush would fail again, aloud

@@ -152,6 +152,25 @@ def test_a_write_that_fails_midway_is_output_write_failed_and_leaves_no_temporar
     assert (root / "index.json").read_text() == "previous\n"
 
 
+def test_a_link_at_the_temporary_name_is_not_written_through(tmp_path):
+    """The temporary file's name can be guessed (pid and time): one who can write to the output's
+    folder puts links there, to a file of theirs or of the system's.  The index was written through
+    the link into that file, and the output became the link; the name is refused now."""
+    victim = tmp_path / "victim.txt"
+    victim.write_text("precious\n")
+    plant = ("import os, time\nnow = int(time.time() * 1000)\nfor ms in range(now, now + 20000):\n"
+             "    os.symlink(%r, os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(__file__))), "
+             "'index.json.tmp-%%d-%%d' %% (os.getpid(), ms)))\n" % str(victim))
+    root = write_files(tmp_path / "pack", {"pyproject.toml": CONFIG, "tools/t.py": plant + TOOL})
+    ran = run_index(["--pack-dir", root, "--json"] + PINS)
+    assert (ran.code, ran.stderr) == (1, ""), ran
+    error = json.loads(ran.stdout)["error"]
+    assert (error["code"], error["filePath"]) == ("output-write-failed", str(root / "index.json"))
+    assert "File exists" in error["message"]
+    assert victim.read_text() == "precious\n"
+    assert not (root / "index.json").exists()
+
+
 def link_loop(path):
     """Make path a symbolic link to a link that leads back to it."""
     back = path.parent / (path.name + "-back")
@@ -233,6 +252,61 @@ def test_a_glob_under_a_link_loop_finds_nothing_there(tmp_path):
     assert json.loads(ran.stdout)["value"]["counts"]["tools"] == 1
 
 
+def test_a_relative_output_is_named_from_the_folder_the_command_runs_in(tmp_path):
+    """A module that changes the current folder as it is imported: --output dist/index.json is
+    still written under the folder the command ran in, not under the module's (the index went
+    to tools/dist/, and dist/index.json stayed as it was)."""
+    root = write_files(tmp_path / "pack", {"pyproject.toml": CONFIG, "tools/t.py": "import os\n"
+                                           "os.chdir(os.path.dirname(os.path.abspath(__file__)))\n" + TOOL})
+    ran = run_index(["--pack-dir", "pack", "--output", "dist/index.json", "--json"] + PINS, cwd=tmp_path)
+    assert (ran.code, ran.stderr) == (0, ""), ran
+    assert json.loads(ran.stdout)["value"]["outputPath"] == str(tmp_path / "dist" / "index.json")
+    assert (tmp_path / "dist" / "index.json").is_file()
+    assert not (root / "tools" / "dist").exists()
+
+
+@pytest.mark.parametrize("args", [["--pack-dir", "pack"], ["--pack-dir", "/nowhere", "--config", "pack.toml"]])
+def test_a_relative_path_from_a_removed_folder_is_an_outcome_not_a_traceback(tmp_path, args):
+    """The current folder was removed: a relative path can't be made absolute (os.getcwd()
+    raises), and is looked for where it is, where nothing is found."""
+    gone = tmp_path / "gone"
+    gone.mkdir()
+    ran = run(["sh", "-c", 'cd "$1" && rmdir "$1" && shift && exec "$@"', "sh", gone, PYTHON, SERVICE, "index"]
+              + args + ["--json"] + PINS)
+    assert (ran.code, ran.stderr) == (1, ""), ran
+    error = json.loads(ran.stdout)["error"]
+    assert (error["code"], error["message"]) == ("config-not-found", "No pyproject.toml found at pack root "
+                                                 + args[1])
+
+
+@pytest.mark.parametrize("replace, stdout, stderr", [
+    ("sys.stderr", "", "from the module\n"),
+    ("None", "", ""),
+    ("io.StringIO()", "", ""),
+    ("io.TextIOWrapper(sys.stdout.buffer, encoding='utf-8')", "from the module\n", ""),
+    ("io.TextIOWrapper(sys.stdout.detach(), encoding='utf-8')", "from the module\n", ""),
+])
+def test_the_outcome_goes_to_stdout_whatever_a_module_put_in_sys_stdout(tmp_path, replace, stdout, stderr):
+    """A module that keeps its prints off stdout (sys.stdout = sys.stderr), or silences them:
+    the outcome still ends the command's stdout (it went to stderr, or nowhere).  One that
+    re-wraps stdout (for UTF-8) keeps it: the old wrapper is detached, or closed with the new."""
+    root = write_files(tmp_path / "pack", {"pyproject.toml": CONFIG, "tools/t.py": TOOL, "tools/quiet.py":
+                                           "import io, sys\nsys.stdout = %s\nprint('from the module')\n" % replace})
+    ran = run_index(["--pack-dir", root, "--json"] + PINS)
+    assert (ran.code, ran.stderr) == (0, stderr), ran
+    printed, _, outcome = ran.stdout[:-1].rpartition("\n")
+    assert printed + _ == stdout
+    assert json.loads(outcome)["value"]["counts"]["tools"] == 1
+
+
+def test_a_stdout_a_module_closed_is_one_line_on_stderr(tmp_path):
+    root = write_files(tmp_path / "pack", {"pyproject.toml": CONFIG, "tools/t.py": TOOL,
+                                           "tools/closer.py": "import sys\nsys.stdout.close()\n"})
+    ran = run_index(["--pack-dir", root, "--json"] + PINS)
+    assert (ran.code, ran.stdout) == (1, ""), ran
+    assert ran.stderr == "kindgi_pack_min: cannot write to stdout: I/O operation on closed file.\n"
+
+
 def test_a_previous_output_nested_too_deep_counts_as_none(tmp_path):
     """The default artifactVersion reads the previous output's; one JSON can't read (nested
     past the parser's depth) starts the day's count at 1, as an unreadable one does."""
@@ -287,6 +361,22 @@ def test_a_discovered_file_outside_the_pack_is_the_sdks_file_error_not_imported(
     assert_only_file_error_is_not_a_module_path(outcome_of(ran, root)["value"], "../lib/x.py")
 
 
+def test_a_backslash_in_a_file_name_is_no_python_name(tmp_path):
+    """``tools/a\\b.py`` is a file of its own on Linux, but the service reads a backslash in a
+    module path as a separator: it was imported as tools/a/b.py, and reported as a duplicate of it."""
+    root = write_files(tmp_path / "pack", {"pyproject.toml": CONFIG, "tools/t.py": TOOL,
+                                           "tools/a\\b.py": TOOL.replace("acme.run.t", "acme.run.backslash"),
+                                           "tools/a/b.py": TOOL.replace("acme.run.t", "acme.run.b")})
+    ran = run_index(["--pack-dir", root, "--json"] + PINS)
+    assert (ran.code, ran.stderr) == (0, ""), ran
+    value = outcome_of(ran, root)["value"]
+    problem = 'Module path "tools/a\\\\b.py" is not importable: every part must be a Python name'
+    assert value["fileErrors"] == [{"code": "file-import-failed", "filePath": "tools/a\\b.py",
+                                    "message": "Failed to import tools/a\\b.py: ImportError: " + problem,
+                                    "cause": {"name": "ImportError", "message": problem}}]
+    assert value["counts"]["tools"] == 2
+
+
 def test_an_exception_that_cant_be_printed_is_still_a_file_error(tmp_path):
     """A module that raises an exception whose str() raises too: a file error saying so, the
     rest indexed (the SDK's indexer stops with a traceback)."""
@@ -299,6 +389,36 @@ def test_an_exception_that_cant_be_printed_is_still_a_file_error(tmp_path):
     assert value["fileErrors"] == [{"code": "file-import-failed", "filePath": "tools/u.py",
                                     "message": "Failed to import tools/u.py: Odd: <Odd with an unprintable message>",
                                     "cause": {"name": "Odd", "message": "<Odd with an unprintable message>"}}]
+    assert value["counts"]["tools"] == 1
+
+
+def test_a_lazy_proxy_at_module_level_is_passed_over_by_the_indexer_and_the_service(launcher, tmp_path):
+    """A module imports a lazy proxy (Django's ``settings`` before it is configured, Flask's
+    ``request`` outside a request): ``isinstance`` reads its ``__class__``, which raises.  Both
+    stopped with a traceback (the indexer, and the service's boot); the proxy is no tool."""
+    proxy = ("class Proxy(object):\n    @property\n    def __class__(self):\n"
+             "        raise RuntimeError('Working outside of application context.')\n\n\nrequest = Proxy()\n")
+    root = write_files(tmp_path / "pack", {"pyproject.toml": CONFIG, "tools/t.py": proxy + TOOL})
+    ran = run_index(["--pack-dir", root, "--json"] + PINS)
+    assert (ran.code, ran.stderr) == (0, ""), ran
+    value = json.loads(ran.stdout)["value"]
+    assert (value["counts"]["tools"], value["fileErrors"]) == (1, [])
+    service = launcher.start(str(root / "index.json"))
+    assert service.call_tool("acme.run.t", {}, version="1.0.0").json["kind"] == "result"
+
+
+def test_a_module_that_leaves_no_module_in_its_place_is_a_file_error(tmp_path):
+    """``sys.modules[__name__] = 42``: what the import gives has no names to look through (the
+    indexer stopped with a TypeError); a file error, and the rest is indexed."""
+    root = write_files(tmp_path / "pack", {"pyproject.toml": CONFIG, "tools/t.py": TOOL,
+                                           "tools/odd.py": "import sys\nsys.modules[__name__] = 42\n"})
+    ran = run_index(["--pack-dir", root, "--json"] + PINS)
+    assert (ran.code, ran.stderr) == (0, ""), ran
+    value = outcome_of(ran, root)["value"]
+    problem = "vars() argument must have __dict__ attribute"
+    assert value["fileErrors"] == [{"code": "file-import-failed", "filePath": "tools/odd.py",
+                                    "message": "Failed to import tools/odd.py: TypeError: " + problem,
+                                    "cause": {"name": "TypeError", "message": problem}}]
     assert value["counts"]["tools"] == 1
 
 
