@@ -1808,12 +1808,12 @@ class Pack:
                                   "modules must be files inside it" % (json.dumps(entry.module_path),
                                                                        self.root, leads_to))
             module = importlib.import_module(module_name)
+            key = (module_name, kind)
+            if key not in self.primitives:   # what the import left may be pack code's object, not a module (42)
+                self.primitives[key] = primitives_of(module, kind)
         except BaseException as exc:  # pack code: anything at all can come out of an import, KeyboardInterrupt too
             problems.append("%s: %s%s" % (name, _safe_str(exc) or type(exc).__name__, self._standin_lacks(exc)))
             return
-        key = (module_name, kind)
-        if key not in self.primitives:
-            self.primitives[key] = primitives_of(module, kind)
         entry.primitive = pick(self.primitives[key], entry)
         if entry.primitive is None:
             entry.problem = (code, text % (entry.module_path, name))

@@ -382,6 +382,15 @@ def test_every_import_error_is_a_problem(launcher, tmp_path):
     assert problems[6].startswith("syntax: ")
 
 
+def test_a_module_that_leaves_no_module_in_its_place_is_a_problem(launcher, tmp_path):
+    """``sys.modules[__name__] = 42``: what the import gives has no names to look through; a
+    problem of its entry, not a traceback."""
+    pack = echo_pack(tmp_path)
+    pack.module("tools/odd.py", "import sys\nsys.modules[__name__] = 42\n")
+    pack.tool("odd", "tools/odd.py")
+    assert boot_problems(launcher, pack.write()) == ["odd: vars() argument must have __dict__ attribute"]
+
+
 LEAVES_A_THREAD = '''
 import threading, time
 threading.Thread(target=time.sleep, args=(3600,), name="pack worker").start()   # not a daemon
