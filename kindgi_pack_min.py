@@ -487,6 +487,24 @@ def masked_stack(exc, message, token):
     return stack
 
 
+def service_failed(records, exc, what):
+    """The service itself failed at ``what``: a ``service-error`` record with the stack; returns
+    the error's text, ``TypeError: ...``.
+
+    An error whose message is the service token (a caller's value it quoted) says
+    ``[redacted]`` instead, in its stack too, as pack code's errors do.
+    """
+    token = records.token   # the text may hold pack code's values: masked as its records are
+    message = _safe_str(exc)
+    stack = masked_stack(exc, message, token)
+    if token is not None and message and token.is_token(message):
+        message = "[redacted]"
+    text = "%s: %s" % (type(exc).__name__, message)
+    records.write("error", "%s failed inside the service: %s" % (what, scrub_text(text, token)),
+                  event="service-error", fields={"stack": scrub_text(stack, token)})
+    return text
+
+
 def _escape_char(match):
     return "\\u%04x" % ord(match.group())
 
@@ -3796,20 +3814,8 @@ class PackService:
     # -- the service's own failures, and a call's end ----------------------------
 
     def failed(self, exc, what):
-        """The service itself failed: a ``service-error`` record, and the 500 answer's body.
-
-        An error whose message is the service token (a caller's value it quoted) says
-        ``[redacted]`` instead, in its stack too, as pack code's errors do.
-        """
-        token = self.records.token   # the text may hold pack code's values: masked as its records are
-        message = _safe_str(exc)
-        stack = masked_stack(exc, message, token)
-        if token is not None and message and token.is_token(message):
-            message = "[redacted]"
-        text = "%s: %s" % (type(exc).__name__, message)
-        self.records.write("error", "%s failed inside the service: %s" % (what, scrub_text(text, token)),
-                           event="service-error", fields={"stack": scrub_text(stack, token)})
-        return error_body(text)
+        """The service itself failed: a ``service-error`` record, and the 500 answer's body."""
+        return error_body(service_failed(self.records, exc, what))
 
     def out_of_threads(self, what):
         """The process couldn't start a thread for ``what``: a record at most every 10 s."""
@@ -4639,6 +4645,11 @@ def main(argv=None):
     except BootFailed as exc:
         records.write("error", "The pack service failed to boot", event="boot-failed", always=True,   # pack code's
                       fields={"problems": [scrub_text(problem, records.token) for problem in exc.problems]})
+        leave(1, config.limits)
+    except Exception as exc:  # the service's own failure (or pack code that broke it): records, never a traceback
+        text = service_failed(records, exc, "The boot")
+        records.write("error", "The pack service failed to boot", event="boot-failed", always=True,
+                      fields={"problems": ["The service itself failed: %s" % scrub_text(text, records.token)]})
         leave(1, config.limits)
     raw = None   # hashed and parsed: the index's bytes are not kept while serving
     lifecycle.take_back_signals()

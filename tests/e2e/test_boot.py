@@ -391,6 +391,29 @@ def test_a_module_that_leaves_no_module_in_its_place_is_a_problem(launcher, tmp_
     assert boot_problems(launcher, pack.write()) == ["odd: vars() argument must have __dict__ attribute"]
 
 
+BREAKS_THE_SERVICE = '''
+import sys
+def broken(*args, **kwargs):
+    raise TypeError("broken on purpose")
+sys.modules["__main__"].compile_schema = broken   # the service's own function, which the boot calls next
+''' + ECHO
+
+
+def test_the_services_own_failure_at_boot_is_a_record_not_a_traceback(launcher, tmp_path):
+    """Whatever fails inside the service while it boots (here pack code broke one of its
+    functions) ends in a ``boot-failed`` record and a ``service-error`` with the stack, exit 1."""
+    pack = PackWriter(tmp_path)
+    pack.module("tools/breaks.py", BREAKS_THE_SERVICE)
+    pack.tool("echo", "tools/breaks.py")
+    code, service = launcher.run(["--index", pack.write()])
+    assert code == 1 and len(service.records) == len(service.raw_stderr), service.raw_stderr   # JSON lines only
+    problems = only_record(service, "boot-failed")["problems"]
+    assert problems == ["The service itself failed: TypeError: broken on purpose"]
+    error = only_record(service, "service-error")
+    assert error["message"] == "The boot failed inside the service: TypeError: broken on purpose"
+    assert "broken on purpose" in error["stack"] and "compile_schema" in error["stack"]
+
+
 LEAVES_A_THREAD = '''
 import threading, time
 threading.Thread(target=time.sleep, args=(3600,), name="pack worker").start()   # not a daemon
