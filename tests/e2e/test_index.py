@@ -369,12 +369,16 @@ def test_a_backslash_in_a_file_name_is_no_python_name(tmp_path):
                                            "tools/a/b.py": TOOL.replace("acme.run.t", "acme.run.b")})
     ran = run_index(["--pack-dir", root, "--json"] + PINS)
     assert (ran.code, ran.stderr) == (0, ""), ran
-    value = outcome_of(ran, root)["value"]
     problem = 'Module path "tools/a\\\\b.py" is not importable: every part must be a Python name'
-    assert value["fileErrors"] == [{"code": "file-import-failed", "filePath": "tools/a\\b.py",
-                                    "message": "Failed to import tools/a\\b.py: ImportError: " + problem,
-                                    "cause": {"name": "ImportError", "message": problem}}]
-    assert value["counts"]["tools"] == 2
+    assert_one_import_failure(outcome_of(ran, root)["value"], "tools/a\\b.py", "ImportError", problem, tools=2)
+
+
+def assert_one_import_failure(value, path, name, problem, tools=1):
+    """The outcome's one file error: ``path`` failed to import with ``name: problem``; the rest indexed."""
+    assert value["fileErrors"] == [{"code": "file-import-failed", "filePath": path,
+                                    "message": "Failed to import %s: %s: %s" % (path, name, problem),
+                                    "cause": {"name": name, "message": problem}}]
+    assert value["counts"]["tools"] == tools
 
 
 def test_an_exception_that_cant_be_printed_is_still_a_file_error(tmp_path):
@@ -385,11 +389,7 @@ def test_an_exception_that_cant_be_printed_is_still_a_file_error(tmp_path):
                                            "        raise RuntimeError('no text')\n\n\nraise Odd()\n"})
     ran = run_index(["--pack-dir", root, "--json"] + PINS)
     assert (ran.code, ran.stderr) == (0, ""), ran
-    value = outcome_of(ran, root)["value"]
-    assert value["fileErrors"] == [{"code": "file-import-failed", "filePath": "tools/u.py",
-                                    "message": "Failed to import tools/u.py: Odd: <Odd with an unprintable message>",
-                                    "cause": {"name": "Odd", "message": "<Odd with an unprintable message>"}}]
-    assert value["counts"]["tools"] == 1
+    assert_one_import_failure(outcome_of(ran, root)["value"], "tools/u.py", "Odd", "<Odd with an unprintable message>")
 
 
 def test_a_lazy_proxy_at_module_level_is_passed_over_by_the_indexer_and_the_service(launcher, tmp_path):
@@ -414,12 +414,8 @@ def test_a_module_that_leaves_no_module_in_its_place_is_a_file_error(tmp_path):
                                            "tools/odd.py": "import sys\nsys.modules[__name__] = 42\n"})
     ran = run_index(["--pack-dir", root, "--json"] + PINS)
     assert (ran.code, ran.stderr) == (0, ""), ran
-    value = outcome_of(ran, root)["value"]
-    problem = "vars() argument must have __dict__ attribute"
-    assert value["fileErrors"] == [{"code": "file-import-failed", "filePath": "tools/odd.py",
-                                    "message": "Failed to import tools/odd.py: TypeError: " + problem,
-                                    "cause": {"name": "TypeError", "message": problem}}]
-    assert value["counts"]["tools"] == 1
+    assert_one_import_failure(outcome_of(ran, root)["value"], "tools/odd.py", "TypeError",
+                              "vars() argument must have __dict__ attribute")
 
 
 def test_without_pydantic_an_agents_typed_output_is_refused_not_a_traceback(tmp_path):
