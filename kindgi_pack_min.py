@@ -3746,7 +3746,7 @@ class PackService:
         if asyncio is None:
             return True
         if not self.pack.has_async_code():
-            give_asyncio_a_child_watcher()
+            give_asyncio_a_child_watcher()   # Python 3.6 and 3.7: sync code's asyncio child processes too
             return True
         with warnings.catch_warnings():
             warnings.simplefilter("ignore", DeprecationWarning)   # 3.12 and 3.13, when it makes one
@@ -3762,7 +3762,7 @@ class PackService:
     def _start_event_loop(self, loop):
         """Run ``loop`` in a thread of its own: False when the process can't start one."""
         loop.set_exception_handler(self.pack_task_failed)
-        give_asyncio_a_child_watcher()
+        give_asyncio_a_child_watcher()   # Python 3.6 and 3.7
         thread = start_thread(self._run_event_loop, "event loop", loop)
         if thread is None:
             return False
