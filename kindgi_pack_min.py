@@ -2775,7 +2775,11 @@ def to_jsonable(value):
         return {field.name: getattr(value, field.name) for field in dataclasses.fields(value)}
     if callable(getattr(value, "model_dump", None)):
         return value.model_dump(mode="json", by_alias=True)
-    raise TypeError("%s is not JSON" % type(value).__name__)
+    raise NotJSON("%s is not JSON" % type(value).__name__)
+
+
+class NotJSON(TypeError):
+    """A value of a type the SDK doesn't convert either (not one whose conversion raised)."""
 
 
 _JSONABLE_AS_TEXT = (("decimal", "Decimal"), ("uuid", "UUID"), ("fractions", "Fraction"), ("pathlib", "Path"),
@@ -2929,8 +2933,11 @@ def json_issues(value):
         else:
             try:
                 converted = to_jsonable(item)
-            except BaseException:  # pack code: a model's dump, an iterator, can raise anything
+            except NotJSON:
                 issues.append(_json_issue(place, "must be JSON, not %s" % type(item).__name__))
+                continue
+            except BaseException as exc:  # pack code: a model's dump, an iterator, can raise anything
+                issues.append(_not_written(exc, place))   # its own words say why (a model's field)
                 continue
             on_path.add(id(item))
             stack.append((_LEAVE, item))
@@ -2969,9 +2976,9 @@ def to_json_text(value):
         return None, issues
 
 
-def _not_written(exc):
-    """The issue for a value that raised ``exc`` as it was written as JSON."""
-    return _json_issue(None, "could not be written as JSON: %s: %s" % (type(exc).__name__, _safe_str(exc)))
+def _not_written(exc, place=None):
+    """The issue for a value (at ``place``) that raised ``exc`` as it was written as JSON."""
+    return _json_issue(place, "could not be written as JSON: %s: %s" % (type(exc).__name__, _safe_str(exc)))
 
 
 def _issues_of_text(text):
