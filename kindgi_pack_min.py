@@ -3294,13 +3294,16 @@ def call_check(call):
     config, trace = parsed
     try:
         result = run_pack_code(call, check.check, (config, trace), check.is_async)
-        wire = normalise_check_result(result, call.service.kindgi.CheckResult)
     except OutOfThreads:
         raise   # not pack code's: answered 503 (PackRequestHandler.run_call)
-    except BaseException as exc:  # pack code, and its result's own methods
+    except BaseException as exc:  # pack code
         if _cancelled_by_us(call, exc):
             return None
         return call.thrown(exc, what)
+    try:
+        wire = normalise_check_result(result, call.service.kindgi.CheckResult)
+    except BaseException as exc:  # its result's own methods (the SDK's pydantic dump): the check returned
+        return not_json(call, 'Check "%s" returned a result' % check_id, [_not_written(exc)])
     if wire is None:
         return call.error("output-validation-failed",
                           'Check "%s" returned %s; a check returns a CheckResult, a dict with a boolean '
