@@ -5502,8 +5502,9 @@ def _standin_hints(fn, scope):
     """fn's annotations evaluated as typing.get_type_hints does, without importing typing.
 
     String annotations are evaluated in fn's globals and ``scope`` (the locals where the
-    decorator was applied); None stands for NoneType.  When one can't be evaluated, all
-    are left as written, as the SDK leaves them.
+    decorator was applied), and so are names quoted inside a generic (``List["Out"]``);
+    None stands for NoneType.  When one can't be evaluated, all are left as written, as
+    the SDK leaves them.
     """
     annotations = getattr(fn, "__annotations__", None)
     if not isinstance(annotations, dict):
@@ -5519,8 +5520,47 @@ def _standin_hints(fn, scope):
                 value = eval(value, namespace, scope)
             except Exception:
                 return dict(annotations)
+        try:
+            if _standin_quotes_inside(value):
+                value = _standin_eval_inside(value, namespace, scope)
+        except Exception:
+            return dict(annotations)
         hints[name] = type(None) if value is None else value
     return hints
+
+
+def _standin_quotes_inside(annotation):
+    """Whether a generic annotation holds a quoted name (``List["Out"]``, ``list["Out"]``).
+    A ``Literal``'s strings are values, not names."""
+    typing = sys.modules.get("typing")
+    if typing is None:   # no generic from typing, nor a ForwardRef, can exist yet
+        return False
+    forward_ref = getattr(typing, "ForwardRef", None) or typing._ForwardRef   # 3.6's name
+    builtin_generic = getattr(types, "GenericAlias", None)   # list[...] on 3.9+
+    stack = [annotation]
+    seen = set()
+    while stack:
+        item = stack.pop()
+        args = getattr(item, "__args__", None)
+        if not isinstance(args, tuple) or id(item) in seen:
+            continue
+        seen.add(id(item))
+        for arg in args:
+            if isinstance(arg, forward_ref) or (isinstance(arg, str) and type(item) is builtin_generic):
+                return True
+            stack.append(arg)
+    return False
+
+
+def _standin_eval_inside(annotation, namespace, scope):
+    """``annotation`` with the names quoted inside it evaluated, by typing.get_type_hints as the
+    SDK does, on a module that holds only it: a module's annotations are never made Optional
+    for a None default, as a function's are before Python 3.11."""
+    typing = sys.modules["typing"]
+    holder = types.ModuleType("annotation")
+    holder.__annotations__ = {"value": annotation}
+    extras = {"include_extras": True} if sys.version_info >= (3, 9) else {}   # keep Annotated
+    return typing.get_type_hints(holder, namespace, scope, **extras)["value"]
 
 
 def _standin_caller_locals():

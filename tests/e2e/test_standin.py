@@ -263,6 +263,11 @@ def holds_opaque(input):
     return {"holder": Holder(held=Opaque())}
 
 
+@tool(description="A test tool.", id="quoted")
+def quoted(input: GreetIn) -> List["GreetOut"]:
+    return [GreetOut(greetingText=input.name, count=1)]
+
+
 @guardrail(id="limit", on_violation="block")
 def limit(config: LimitConfig, trace: RunTrace) -> CheckResult:
     output = trace.output or ""
@@ -514,6 +519,7 @@ def pydantic_service(module_launcher, tmp_path_factory):
     pack.tool("model-type", "tools/models.py", input={"type": "object"})
     pack.tool("touchy", "tools/models.py", input={"type": "object"})
     pack.tool("holds-opaque", "tools/models.py", input={"type": "object"})
+    pack.tool("quoted", "tools/models.py", input={"type": "object"})
     pack.guardrail("limit", "tools/models.py")
     return module_launcher.start(pack.write(), env={"KINDGI_PACK_SERVICE_MAX_CONCURRENCY": "2"})
 
@@ -577,6 +583,12 @@ def test_a_model_in_the_output_that_cant_be_dumped_says_why(pydantic_service):
                                         '/holder could not be written as JSON: PydanticSerializationError: ')
     assert "Opaque" in answer["message"]
     assert [issue["instancePath"] for issue in answer["issues"]] == ["/holder"]
+
+
+def test_a_name_quoted_inside_a_generic_is_the_model(pydantic_service):
+    """``-> List["GreetOut"]`` loads (the SDK evaluates the quoted name) and dumps by alias."""
+    answer = pydantic_service.call_tool("quoted", {"name": "hi"}).json
+    assert answer == {"v": 2, "kind": "result", "output": [{"greetingText": "hi", "count": 1}]}
 
 
 def assert_answered_as_a_throw(call, text):
