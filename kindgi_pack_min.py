@@ -2775,7 +2775,11 @@ def to_jsonable(value):
         return {field.name: getattr(value, field.name) for field in dataclasses.fields(value)}
     if callable(getattr(value, "model_dump", None)):
         return value.model_dump(mode="json", by_alias=True)
-    raise TypeError("%s is not JSON" % type(value).__name__)
+    raise NotJSON("%s is not JSON" % type(value).__name__)
+
+
+class NotJSON(TypeError):
+    """A value of a type the SDK doesn't convert either (not one whose conversion raised)."""
 
 
 _JSONABLE_AS_TEXT = (("decimal", "Decimal"), ("uuid", "UUID"), ("fractions", "Fraction"), ("pathlib", "Path"),
@@ -2929,8 +2933,11 @@ def json_issues(value):
         else:
             try:
                 converted = to_jsonable(item)
-            except BaseException:  # pack code: a model's dump, an iterator, can raise anything
+            except NotJSON:
                 issues.append(_json_issue(place, "must be JSON, not %s" % type(item).__name__))
+                continue
+            except BaseException as exc:  # pack code: a model's dump, an iterator, can raise anything
+                issues.append(_not_written(exc, place))   # its own words say why (a model's field)
                 continue
             on_path.add(id(item))
             stack.append((_LEAVE, item))
@@ -2969,9 +2976,9 @@ def to_json_text(value):
         return None, issues
 
 
-def _not_written(exc):
-    """The issue for a value that raised ``exc`` as it was written as JSON."""
-    return _json_issue(None, "could not be written as JSON: %s: %s" % (type(exc).__name__, _safe_str(exc)))
+def _not_written(exc, place=None):
+    """The issue for a value (at ``place``) that raised ``exc`` as it was written as JSON."""
+    return _json_issue(place, "could not be written as JSON: %s: %s" % (type(exc).__name__, _safe_str(exc)))
 
 
 def _issues_of_text(text):
@@ -3287,13 +3294,16 @@ def call_check(call):
     config, trace = parsed
     try:
         result = run_pack_code(call, check.check, (config, trace), check.is_async)
-        wire = normalise_check_result(result, call.service.kindgi.CheckResult)
     except OutOfThreads:
         raise   # not pack code's: answered 503 (PackRequestHandler.run_call)
-    except BaseException as exc:  # pack code, and its result's own methods
+    except BaseException as exc:  # pack code
         if _cancelled_by_us(call, exc):
             return None
         return call.thrown(exc, what)
+    try:
+        wire = normalise_check_result(result, call.service.kindgi.CheckResult)
+    except BaseException as exc:  # its result's own methods (the SDK's pydantic dump): the check returned
+        return not_json(call, 'Check "%s" returned a result' % check_id, [_not_written(exc)])
     if wire is None:
         return call.error("output-validation-failed",
                           'Check "%s" returned %s; a check returns a CheckResult, a dict with a boolean '
@@ -5492,8 +5502,9 @@ def _standin_hints(fn, scope):
     """fn's annotations evaluated as typing.get_type_hints does, without importing typing.
 
     String annotations are evaluated in fn's globals and ``scope`` (the locals where the
-    decorator was applied); None stands for NoneType.  When one can't be evaluated, all
-    are left as written, as the SDK leaves them.
+    decorator was applied), and so are names quoted inside a generic (``List["Out"]``);
+    None stands for NoneType.  When one can't be evaluated, all are left as written, as
+    the SDK leaves them.
     """
     annotations = getattr(fn, "__annotations__", None)
     if not isinstance(annotations, dict):
@@ -5509,8 +5520,47 @@ def _standin_hints(fn, scope):
                 value = eval(value, namespace, scope)
             except Exception:
                 return dict(annotations)
+        try:
+            if _standin_quotes_inside(value):
+                value = _standin_eval_inside(value, namespace, scope)
+        except Exception:
+            return dict(annotations)
         hints[name] = type(None) if value is None else value
     return hints
+
+
+def _standin_quotes_inside(annotation):
+    """Whether a generic annotation holds a quoted name (``List["Out"]``, ``list["Out"]``).
+    A ``Literal``'s strings are values, not names."""
+    typing = sys.modules.get("typing")
+    if typing is None:   # no generic from typing, nor a ForwardRef, can exist yet
+        return False
+    forward_ref = getattr(typing, "ForwardRef", None) or typing._ForwardRef   # 3.6's name
+    builtin_generic = getattr(types, "GenericAlias", None)   # list[...] on 3.9+
+    stack = [annotation]
+    seen = set()
+    while stack:
+        item = stack.pop()
+        args = getattr(item, "__args__", None)
+        if not isinstance(args, tuple) or id(item) in seen:
+            continue
+        seen.add(id(item))
+        for arg in args:
+            if isinstance(arg, forward_ref) or (isinstance(arg, str) and type(item) is builtin_generic):
+                return True
+            stack.append(arg)
+    return False
+
+
+def _standin_eval_inside(annotation, namespace, scope):
+    """``annotation`` with the names quoted inside it evaluated, by typing.get_type_hints as the
+    SDK does, on a module that holds only it: a module's annotations are never made Optional
+    for a None default, as a function's are before Python 3.11."""
+    typing = sys.modules["typing"]
+    holder = types.ModuleType("annotation")
+    holder.__annotations__ = {"value": annotation}
+    extras = {"include_extras": True} if sys.version_info >= (3, 9) else {}   # keep Annotated
+    return typing.get_type_hints(holder, namespace, scope, **extras)["value"]
 
 
 def _standin_caller_locals():

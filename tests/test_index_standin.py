@@ -367,6 +367,22 @@ def test_pydantic_models_without_made_up_titles():
         "type": "object", "required": ["textValue"], "properties": {"textValue": {"type": "string"}}}}}
 
 
+def test_names_quoted_inside_a_generic_are_evaluated_as_the_sdk_evaluates_them(kindgi):
+    """``List["Out"]``: typing.get_type_hints, which the SDK uses, evaluates the quoted name; left
+    as written, pydantic can't describe the type and the module fails to load."""
+    pydantic = pytest.importorskip("pydantic", reason="a quoted model needs pydantic")
+
+    class Out(pydantic.BaseModel):
+        mode: typing.Literal["a", "b"] = "a"
+
+    def handler(input: dict) -> typing.Dict[str, typing.List[typing.Optional["Out"]]]:
+        return {"all": [Out(), None]}
+
+    tool = kindgi.tool(id="quoted", description="x", input=OBJECT)(handler)
+    assert tool.output_type == typing.Dict[str, typing.List[typing.Optional[Out]]]
+    assert tool.dump_output(handler({})) == {"all": [{"mode": "a"}, None]}
+
+
 def test_a_copied_record_has_extra_fields_of_its_own(kindgi):
     """``copy.copy`` of a check result, as of pydantic's model: an extra set on the copy stays off the original."""
     result = kindgi.CheckResult(passed=True, verdict="fine")

@@ -382,6 +382,19 @@ def test_only_what_cant_be_converted_is_an_issue():
     assert [(i["instancePath"], i["message"]) for i in issues] == [("/ok/1/0", "must be JSON, not object")]
 
 
+class FailingDump:
+    def model_dump(self, mode="python", by_alias=False):
+        raise ValueError("field 'held' has no JSON form")
+
+
+def test_a_conversion_that_raises_is_told_in_its_own_words():
+    """A model whose dump raises is JSON to the SDK: the cause is what its dump said, not its type."""
+    text, issues = kpm.to_json_text({"ok": 1, "model": FailingDump()})
+    assert text is None
+    assert [(i["instancePath"], i["message"]) for i in issues] == [
+        ("/model", "could not be written as JSON: ValueError: field 'held' has no JSON form")]
+
+
 def test_a_dataclass_that_holds_itself_is_a_circular_reference():
     spot = Spot(1, datetime.time(1, 2))
     spot.x = spot   # each conversion is a new dict: only the dataclass itself tells the cycle

@@ -47,6 +47,15 @@ def forgot_await(input: dict) -> dict:
     return later()
 
 
+class Opaque:
+    pass
+
+
+@guardrail(id="opaque-attributes", on_violation="block")
+def opaque_attributes(config: dict, trace: RunTrace) -> CheckResult:
+    return CheckResult(passed=True, attributes={"held": Opaque()})
+
+
 @guardrail(id="short", on_violation="block")
 def short(config: dict, trace: RunTrace) -> CheckResult:
     return CheckResult(passed=len(trace.output or "") <= config["max"], judge_response="len")
@@ -63,6 +72,7 @@ def sdk_service(module_launcher, tmp_path_factory):
                                                       "quantity": {"type": "integer", "default": 2}}})
     pack.tool("forgot-await", "tools/sdk_pack.py", version="1.0.0")
     pack.guardrail("short", "tools/sdk_pack.py", config_schema={"type": "object", "required": ["max"]})
+    pack.guardrail("opaque-attributes", "tools/sdk_pack.py")
     return module_launcher.start(pack.write(), python=str(sdk_python()))
 
 
@@ -96,3 +106,13 @@ def test_a_check_under_the_real_sdk(sdk_service):
                                       trace={"runId": "r", "tenantId": "t", "output": "too long"})
     assert response.json == {"v": 2, "kind": "check-result",
                              "result": {"passed": False, "judgeResponse": "len"}}
+
+
+def test_a_check_result_the_real_sdk_cannot_dump_is_not_json_not_a_throw(sdk_service):
+    """The check returned; pydantic refuses its result as the SDK writes it: a result that is not
+    JSON, as with the stand-in (and as a tool's output is), not the check throwing."""
+    message = sdk_service.call_check("opaque-attributes").json
+    assert message["code"] == "output-validation-failed", message
+    assert message["message"].startswith('Check "opaque-attributes" returned a result that is not JSON: '
+                                         '(root) could not be written as JSON: PydanticSerializationError: '), message
+    assert "Opaque" in message["message"], message

@@ -249,6 +249,25 @@ class LimitConfig(BaseModel):
         return value
 
 
+class Opaque:
+    pass
+
+
+class Holder(BaseModel):
+    model_config = {"arbitrary_types_allowed": True}
+    held: Opaque
+
+
+@tool(description="A test tool.", id="holds-opaque", input={"type": "object"}, output={})
+def holds_opaque(input):
+    return {"holder": Holder(held=Opaque())}
+
+
+@tool(description="A test tool.", id="quoted")
+def quoted(input: GreetIn) -> List["GreetOut"]:
+    return [GreetOut(greetingText=input.name, count=1)]
+
+
 @guardrail(id="limit", on_violation="block")
 def limit(config: LimitConfig, trace: RunTrace) -> CheckResult:
     output = trace.output or ""
@@ -499,6 +518,8 @@ def pydantic_service(module_launcher, tmp_path_factory):
     pack.tool("greet", "tools/models.py", input={"type": "object"}, output={"type": "object"})
     pack.tool("model-type", "tools/models.py", input={"type": "object"})
     pack.tool("touchy", "tools/models.py", input={"type": "object"})
+    pack.tool("holds-opaque", "tools/models.py", input={"type": "object"})
+    pack.tool("quoted", "tools/models.py", input={"type": "object"})
     pack.guardrail("limit", "tools/models.py")
     return module_launcher.start(pack.write(), env={"KINDGI_PACK_SERVICE_MAX_CONCURRENCY": "2"})
 
@@ -551,6 +572,23 @@ def test_pydantic_config_failure_is_input_validation_failed(pydantic_service):
     assert answer["message"].startswith('Check "limit" config failed validation')
     assert answer["checkId"] == "limit"
     assert answer["issues"][0]["instancePath"] == "/maxChars"
+
+
+def test_a_model_in_the_output_that_cant_be_dumped_says_why(pydantic_service):
+    """The model is a JSON value; what its dump refused is the cause, told in pydantic's words
+    (as the official service tells it), at the model's place."""
+    answer = pydantic_service.call_tool("holds-opaque", {}).json
+    assert answer["code"] == "output-validation-failed"
+    assert answer["message"].startswith('Tool "holds-opaque" handler produced output that is not JSON: '
+                                        '/holder could not be written as JSON: PydanticSerializationError: ')
+    assert "Opaque" in answer["message"]
+    assert [issue["instancePath"] for issue in answer["issues"]] == ["/holder"]
+
+
+def test_a_name_quoted_inside_a_generic_is_the_model(pydantic_service):
+    """``-> List["GreetOut"]`` loads (the SDK evaluates the quoted name) and dumps by alias."""
+    answer = pydantic_service.call_tool("quoted", {"name": "hi"}).json
+    assert answer == {"v": 2, "kind": "result", "output": [{"greetingText": "hi", "count": 1}]}
 
 
 def assert_answered_as_a_throw(call, text):
