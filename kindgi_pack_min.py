@@ -5535,7 +5535,7 @@ def _standin_quotes_inside(annotation):
     typing = sys.modules.get("typing")
     if typing is None:   # no generic from typing, nor a ForwardRef, can exist yet
         return False
-    forward_ref = getattr(typing, "ForwardRef", None) or typing._ForwardRef   # 3.6's name
+    forward_ref = getattr(typing, "ForwardRef", None) or typing._ForwardRef   # Python 3.6: its name there
     builtin_generic = getattr(types, "GenericAlias", None)   # list[...] on 3.9+
     stack = [annotation]
     seen = set()
