@@ -1528,12 +1528,22 @@ def installed_sdk():
 def load_kindgi(records):
     """The real SDK when it imports (``installed_sdk``); otherwise the stand-in, installed in sys.modules."""
     kindgi, failure = installed_sdk()
+
+    def make_logger(subsystem="pack", **bindings):
+        return PackLogger(records, subsystem, bindings)
+
     if kindgi is not None:
+        # The SDK's own get_logger writes JSON at info whatever KINDGI_LOG_* say, straight to
+        # stderr, without the pack's id or the token's masking: its loggers are the service's
+        # here, as ctx.log is, so that every record of pack code follows the same settings.
+        log = getattr(kindgi, "log", None)
+        if log is not None and hasattr(log, "get_logger"):
+            log.get_logger = logger_getter(make_logger)
         return kindgi
     if failure is not None:
         records.write("warn", "The installed kindgi SDK failed to import (%s); using the built-in stand-in"
                       % failure, event="sdk-fallback")
-    return install_standin(lambda subsystem="pack", **bindings: PackLogger(records, subsystem, bindings))
+    return install_standin(make_logger)
 
 
 # ---------------------------------------------------------------------------
@@ -5984,17 +5994,7 @@ def install_standin(get_logger=None):
     get_logger(subsystem, **bindings) supplies `kindgi.log.get_logger`
     loggers (default: no-op).  Installing again replaces an earlier stand-in.
     """
-    factory = get_logger or (lambda subsystem, **bindings: _STANDIN_NOOP_LOGGER)
-
-    def standin_get_logger(*subsystem, **bindings):
-        """get_logger(subsystem="root", /, **bindings): a logger for pack code, from the service's factory.
-
-        Python 3.6 and 3.7 have no positional-only parameters: ``*subsystem`` stands for one.
-        """
-        if len(subsystem) > 1:
-            raise TypeError("get_logger() takes at most 1 positional argument (%d given)" % len(subsystem))
-        return factory(subsystem[0] if subsystem else "root", **bindings)   # the SDK's default
-
+    standin_get_logger = logger_getter(get_logger or (lambda subsystem, **bindings: _STANDIN_NOOP_LOGGER))
     remove_standin()
     context = {"ToolContext": ToolContext, "Cancellation": Cancellation,
                "CallCancelled": CallCancelled, "CancelReason": str}   # typing's Literal in the SDK
@@ -6028,6 +6028,19 @@ def install_standin(get_logger=None):
     _standin_installed.update(modules)
     sys.modules.update(modules)
     return modules["kindgi"]
+
+
+def logger_getter(factory):
+    """``kindgi.log.get_logger`` for pack code, its loggers made by ``factory(subsystem, **bindings)``."""
+    def get_logger(*subsystem, **bindings):
+        """get_logger(subsystem="root", /, **bindings): a logger for pack code, from the service's factory.
+
+        Python 3.6 and 3.7 have no positional-only parameters: ``*subsystem`` stands for one.
+        """
+        if len(subsystem) > 1:
+            raise TypeError("get_logger() takes at most 1 positional argument (%d given)" % len(subsystem))
+        return factory(subsystem[0] if subsystem else "root", **bindings)   # the SDK's default
+    return get_logger
 
 
 def remove_standin():

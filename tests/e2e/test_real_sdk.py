@@ -108,6 +108,41 @@ def test_a_check_under_the_real_sdk(sdk_service):
                              "result": {"passed": False, "judgeResponse": "len"}}
 
 
+LOGGING_PACK = '''
+from kindgi import tool
+from kindgi.log import get_logger
+
+log = get_logger("billing", region="eu")
+log.info("loaded")
+
+
+@tool(id="logs", version="1.0.0", description="Logs with the SDK's get_logger.")
+def logs(input: dict) -> dict:
+    log.info("charged quietly")
+    log.warn("charged loudly", amount=5, password="hunter2")
+    get_logger().error("from the root logger")
+    return {}
+'''
+
+
+def test_the_real_sdk_get_logger_records_follow_the_service_settings(launcher, tmp_path):
+    """The SDK's own get_logger wrote JSON at info on stderr whatever KINDGI_LOG_* said, without
+    the pack's id: its records are the service's, as ctx.log's are, level and format included."""
+    from conftest import PackWriter
+    pack = PackWriter(tmp_path / "pack")
+    pack.module("tools/logging_pack.py", LOGGING_PACK)
+    pack.tool("logs", "tools/logging_pack.py", version="1.0.0")
+    service = launcher.start(pack.write(), python=str(sdk_python()), env={"KINDGI_LOG_LEVEL": "warn"})
+    assert service.call_tool("logs", {}).status == 200
+    service.signal()
+    assert service.wait_exit() == 0
+    mine = [r for r in service.records if r["subsystem"] in ("billing", "root")]
+    assert [r["message"] for r in mine] == ["charged loudly", "from the root logger"], service.raw_stderr
+    loud = mine[0]
+    assert loud["level"] == "warn" and loud["region"] == "eu" and loud["amount"] == 5, loud
+    assert loud["password"] == "[redacted]" and loud["packId"] == "test-pack", loud
+
+
 def test_a_check_result_the_real_sdk_cannot_dump_is_not_json_not_a_throw(sdk_service):
     """The check returned; pydantic refuses its result as the SDK writes it: a result that is not
     JSON, as with the stand-in (and as a tool's output is), not the check throwing."""
