@@ -79,7 +79,8 @@ started by asyncio's call into the watcher: one that can't start fails pack
 code's own subprocess call.
 
     lock                       guards
-    Records.lock               the stderr file descriptor, and the batch being written
+    Records.lock               the stderr file descriptor, and the batch being written; pack code's
+                               long or unfinished lines to ``sys.stderr`` too (PackStderr), and ``mid_line``
     Records.queue_lock         the records waiting for the writer thread, and their bytes
     Records.room               (a Condition on Records.queue_lock) room among them: the thread
                                making a record waits on it while MAX_WAITING_RECORDS or
@@ -116,7 +117,8 @@ waiter sees the count change a round later at worst),
 when the task starts, ``settle`` setting the outcome first: see
 ``Call.cancel``; cleared once the task is over, and read once), and
 ``PackHTTPServer.last_accepted`` (the drain polls it: a stale one is read again
-25 ms later).
+25 ms later), and ``Records.holder`` in ``PackStderr.write`` (it is the thread's
+own id only when that thread set it).
 
 The sections below: limits; records; configuration; the environment (the
 token, the filter, which ``kindgi`` pack code gets); the pack; HTTP heads and
@@ -544,6 +546,7 @@ class Records:
         self.bound = {}
         self.token = None              # a TokenCheck, for what pack code writes
         self.lock = threading.Lock()   # held through every write to the file descriptor
+        self.holder = None             # the thread holding it (PackStderr: pack code run there writes at once)
         self.queue_lock = threading.Lock()             # held to add to ``waiting`` or take it
         self.room = threading.Condition(self.queue_lock)   # notified once the waiting records are taken
         self.waiting = []              # encoded records for the writer thread, in order
@@ -556,6 +559,8 @@ class Records:
         self.writes = 0                # write(2)s that went through: stderr is slow, not stuck, while it grows
         self.seen_writes = None        # ``writes`` when written_out() last saw it change, and when
         self.seen_at = 0.0
+        self.mid_line = False          # pack code's sys.stderr last wrote a line without its end (PackStderr)
+        self.pack_writing = False      # the lock is PackStderr's: no record is being written
 
     def enabled(self, level, subsystem="pack"):
         try:
@@ -644,10 +649,12 @@ class Records:
             return self._queue(data, lock_timeout)
         if not self.lock.acquire(timeout=lock_timeout):
             return self._write_all(b"\n" + data)   # stderr is stuck mid-record: last words on their own line
+        self.holder = threading.get_ident()
         try:
             self._write_waiting()
             self._write_all(data)
         finally:
+            self.holder = None
             self.lock.release()
 
     def _queue(self, data, lock_timeout):
@@ -707,7 +714,7 @@ class Records:
     def written_out(self):
         """Whether every record made so far is written, for the drain to wait for them before the
         exit: True too once stderr took no write for STUCK_STDERR_SECONDS, as they can't be."""
-        if not self.waiting and not self.lock.locked():
+        if not self.waiting and (not self.lock.locked() or self.pack_writing):
             return True
         now = time.monotonic()
         if self.writes != self.seen_writes:
@@ -721,6 +728,7 @@ class Records:
         to write, and the lock may be held by a thread only the parent has.
         """
         self.lock = threading.Lock()
+        self.holder = None
         self.queue_lock = threading.Lock()
         self.room = threading.Condition(self.queue_lock)
         self.waiting = []
@@ -742,7 +750,11 @@ class Records:
             self.wake_writer.clear()                # before taking it: a record added later wakes the next round
             self.hurry.clear()
             with self.lock:
-                self._write_waiting()
+                self.holder = threading.get_ident()
+                try:
+                    self._write_waiting()
+                finally:
+                    self.holder = None
             dropped, self.dropped = self.dropped, 0
             if dropped:   # written by this thread, which can't wait for room it alone makes
                 self.write("warn", "%d %s dropped: stderr took no writes for a while"
@@ -773,12 +785,80 @@ class Records:
     def _write_all(self, data):
         view = memoryview(data)
         try:
+            if self.mid_line:   # pack code stopped mid-line: the record begins a line of its own
+                self.mid_line = False
+                os.write(self.fd, b"\n")
             while view:
                 view = view[os.write(self.fd, view):]
                 self.writes += 1
                 self.stuck = False
         except OSError:
             pass  # stderr gone: nothing better to do than keep serving
+
+
+class PackStderr(io.RawIOBase):
+    """Descriptor 2 as pack code's ``sys.stderr`` writes to it, a long write holding the records' lock.
+
+    A line longer than a pipe takes at once goes out in parts, and a record
+    written between them landed inside the line, where a log collector lost
+    it.  Holding the lock keeps the records out of such a write; ``mid_line``
+    tells them that a line is not finished (``print`` of a long line writes
+    its newline apart), so they begin a line of their own.  Whole lines that
+    fit in one pipe write need neither, and don't contend with the records.
+    """
+
+    name = "<stderr>"
+
+    def __init__(self, records, replaced):
+        super().__init__()
+        self.records = records
+        self.replaced = replaced   # the stream it replaces, kept: collected, it would close the buffer it shares
+
+    def writable(self):
+        return True
+
+    def fileno(self):
+        return 2
+
+    def isatty(self):
+        return os.isatty(2)
+
+    def write(self, data):
+        records = self.records
+        data = bytes(data)
+        if len(data) <= PIPE_WRITE and data.endswith(b"\n"):   # whole lines a pipe never splits: at once
+            os.write(2, data)
+            return len(data)
+        me = threading.get_ident()
+        # A finalizer or a signal handler run on the thread that holds the lock writes at once:
+        # the lock isn't taken again, which would wait for ever.
+        held = records.holder != me and records.lock.acquire()
+        if held:
+            records.holder, records.pack_writing = me, True
+        try:
+            view = memoryview(data)
+            while view:
+                view = view[os.write(2, view):]
+                records.writes += 1   # stderr takes writes: records waiting for room aren't dropped
+            if data:
+                records.mid_line = not data.endswith(b"\n")
+        finally:
+            if held:
+                records.holder, records.pack_writing = None, False
+                records.lock.release()
+        return len(data)
+
+
+def pack_stderr(records):
+    """Point ``sys.stderr`` at descriptor 2 through PackStderr, with its encoding and errors."""
+    stream = sys.stderr
+    try:
+        stream.flush()
+        sys.stderr = io.TextIOWrapper(PackStderr(records, stream), stream.encoding, stream.errors,
+                                      line_buffering=True)
+        sys.stderr.mode = "w"
+    except (AttributeError, ValueError, OSError):
+        pass  # no stderr, or not a standard stream (replaced by an embedding program)
 
 
 def _log_at(level):
@@ -4660,6 +4740,7 @@ def main(argv=None):
         dropped = config.dropped
     lifecycle.take_signals(records)
     line_buffered_output(utf8_in_the_c_locale())
+    pack_stderr(records)
     try:
         pack, kindgi, missing = boot(config, records, dropped, raw)
     except BootFailed as exc:

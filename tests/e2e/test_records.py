@@ -30,7 +30,7 @@ FULL_CTX = {"tenantId": "tenant-1", "runId": "run-full", "requestId": "req-1", "
             "orgId": "org-1"}
 
 PACK_CODE = '''
-import datetime, decimal, os, sys, time
+import datetime, decimal, os, sys, threading, time
 from kindgi import tool, guardrail
 
 @tool(description="A test tool.", input={"type": "object"}, output={}, id="echo", version="1.0.0")
@@ -84,6 +84,22 @@ def to_stderr(input, ctx):
     sys.stderr.write(input["line"] + "\\n")
     return {}
 
+@tool(description="A test tool.", input={"type": "object"}, output={}, id="print-stderr", version="1.0.0")
+def print_stderr(input, ctx):
+    """print() to stderr: the line, then its newline, in two writes."""
+    print(input["line"], file=sys.stderr)
+    return {}
+
+@tool(description="A test tool.", input={"type": "object"}, output={}, id="chatter", version="1.0.0")
+def chatter(input, ctx):
+    """Starts a thread that writes long lines to stderr without a pause, for 20 s."""
+    def chat():
+        end = time.monotonic() + 20
+        while time.monotonic() < end:
+            sys.stderr.write("chatter " + "x" * 10000 + "\\n")
+    threading.Thread(target=chat, daemon=True).start()
+    return {}
+
 @tool(description="A test tool.", input={"type": "object"}, output={}, id="quiet-stderr", version="1.0.0")
 def quiet_stderr(input, ctx):
     """Closes descriptor 2, or points it at /dev/null (as code that quiets a noisy library does)."""
@@ -103,7 +119,8 @@ def g(config, trace):
 def pack_index(tmp_path_factory):
     pack = PackWriter(tmp_path_factory.mktemp("records"))
     pack.module("tools/code.py", PACK_CODE)
-    for tool_id in ("echo", "chatty", "structured", "big", "boom", "printer", "to-stderr", "unicode", "quiet-stderr"):
+    for tool_id in ("echo", "chatty", "structured", "big", "boom", "printer", "to-stderr", "unicode", "quiet-stderr",
+                    "print-stderr", "chatter"):
         pack.tool(tool_id, "tools/code.py", version="1.0.0")
     pack.guardrail("g", "tools/code.py")
     return pack.write()
@@ -290,6 +307,53 @@ def test_lines_pack_code_writes_to_stderr_never_land_inside_a_record(launcher, p
     broken = [text for text in own.raw_stderr if text != line and not text.startswith('{"time"')]
     assert broken == [] and own.raw_stderr.count(line) == 600
     assert len(own.records_of("call")) == 600
+
+
+@pytest.mark.parametrize("tool_id", ["to-stderr", "print-stderr"])
+def test_a_record_never_lands_inside_a_long_line_pack_code_writes_to_stderr(launcher, pack_index, tool_id):
+    """A line longer than a pipe takes at once goes out in parts: a record written between them
+    landed inside it, mid-line, where a log collector that reads lines lost it."""
+    own = launcher.start(pack_index)
+    fcntl.fcntl(own.proc.stderr.fileno(), getattr(fcntl, "F_SETPIPE_SZ", 1031), 4096)   # fills at once
+    line = "a long line of pack code's " + "x" * 60000
+    errors = []
+
+    def calls(tool_id, input, n):
+        conn = own.connection()
+        for i in range(n):
+            if own.call_tool(tool_id, input, conn=conn).status != 200:
+                errors.append(i)
+
+    threads = [threading.Thread(target=calls, args=(tool_id, {"line": line}, 40))]   # one: print() isn't atomic
+    threads += [threading.Thread(target=calls, args=("echo", {}, 60)) for _ in range(3)]
+    for thread in threads:
+        thread.start()
+    for thread in threads:
+        thread.join(60)
+    assert errors == [] and not any(thread.is_alive() for thread in threads)
+    own.signal(signal.SIGTERM)
+    assert own.wait_exit(10) == 0
+    broken = [text[:80] for text in own.raw_stderr if text not in (line, "") and not text.startswith('{"time"')]
+    assert broken == [] and own.raw_stderr.count(line) == 40
+    assert len(own.records_of("call")) == 220
+
+
+def test_pack_code_that_never_stops_writing_to_stderr_holds_up_neither_records_nor_the_drain(launcher, pack_index):
+    """Its long lines hold the records' lock while they are written: the records still go out
+    between them, and the drain still ends as soon as the calls are done."""
+    own = launcher.start(pack_index)
+    assert own.call_tool("chatter", {}).status == 200
+    for _ in range(5):
+        assert own.call_tool("echo", {}, ctx={"tenantId": "t", "runId": "run-chatter"}).status == 200
+    deadline = time.monotonic() + 5
+    while len([r for r in own.records_of("call") if r.get("runId") == "run-chatter"]) < 5:
+        assert time.monotonic() < deadline, "the call records did not come out"
+        time.sleep(0.02)
+    started = time.monotonic()
+    own.signal(signal.SIGTERM)
+    assert own.wait_exit(10) == 0
+    assert time.monotonic() - started < 3
+    assert own.records_of("stopped")
 
 
 @pytest.mark.parametrize("how", ["close", "devnull"])
