@@ -282,26 +282,32 @@ def test_long_and_short_records_written_at_once_never_mix(service):
     assert len(service.records) == len(service.raw_stderr), "a line is not a JSON record"
 
 
+def call_side_by_side(service, plan):
+    """For each ``(tool_id, input, n)`` of ``plan``, a thread making ``n`` calls on a connection
+    of its own, all at once; every answer must be a 200."""
+    errors = []
+
+    def calls(tool_id, input, n):
+        conn = service.connection()
+        for i in range(n):
+            if service.call_tool(tool_id, input, conn=conn).status != 200:
+                errors.append((tool_id, i))
+
+    threads = [threading.Thread(target=calls, args=step) for step in plan]
+    for thread in threads:
+        thread.start()
+    for thread in threads:
+        thread.join(60)
+    assert errors == [] and not any(thread.is_alive() for thread in threads)
+
+
 def test_lines_pack_code_writes_to_stderr_never_land_inside_a_record(launcher, pack_index):
     """Batches of records are written in pieces a pipe never splits: a batch in one write, on a
     pipe that is full, went out in parts, and a line pack code wrote meanwhile landed between them."""
     own = launcher.start(pack_index)
     fcntl.fcntl(own.proc.stderr.fileno(), getattr(fcntl, "F_SETPIPE_SZ", 1031), 4096)   # fills at once
     line = "pack code wrote this line to stderr " + "x" * 200
-    errors = []
-
-    def calls(n):
-        conn = own.connection()
-        for i in range(n):
-            if own.call_tool("to-stderr", {"line": line}, conn=conn).status != 200:
-                errors.append(i)
-
-    threads = [threading.Thread(target=calls, args=(150,)) for _ in range(4)]
-    for thread in threads:
-        thread.start()
-    for thread in threads:
-        thread.join(60)
-    assert errors == [] and not any(thread.is_alive() for thread in threads)
+    call_side_by_side(own, [("to-stderr", {"line": line}, 150)] * 4)
     own.signal(signal.SIGTERM)
     assert own.wait_exit(10) == 0
     broken = [text for text in own.raw_stderr if text != line and not text.startswith('{"time"')]
@@ -316,21 +322,7 @@ def test_a_record_never_lands_inside_a_long_line_pack_code_writes_to_stderr(laun
     own = launcher.start(pack_index)
     fcntl.fcntl(own.proc.stderr.fileno(), getattr(fcntl, "F_SETPIPE_SZ", 1031), 4096)   # fills at once
     line = "a long line of pack code's " + "x" * 60000
-    errors = []
-
-    def calls(tool_id, input, n):
-        conn = own.connection()
-        for i in range(n):
-            if own.call_tool(tool_id, input, conn=conn).status != 200:
-                errors.append(i)
-
-    threads = [threading.Thread(target=calls, args=(tool_id, {"line": line}, 40))]   # one: print() isn't atomic
-    threads += [threading.Thread(target=calls, args=("echo", {}, 60)) for _ in range(3)]
-    for thread in threads:
-        thread.start()
-    for thread in threads:
-        thread.join(60)
-    assert errors == [] and not any(thread.is_alive() for thread in threads)
+    call_side_by_side(own, [(tool_id, {"line": line}, 40)] + [("echo", {}, 60)] * 3)   # one: print() isn't atomic
     own.signal(signal.SIGTERM)
     assert own.wait_exit(10) == 0
     broken = [text[:80] for text in own.raw_stderr if text not in (line, "") and not text.startswith('{"time"')]
