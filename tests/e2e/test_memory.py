@@ -177,7 +177,11 @@ def test_many_big_uploads_at_once_stay_within_the_budget(launcher, tmp_path, chu
     count = 40 if chunked else 16   # chunked: more than the budget holds, were chunks not counted as they come
     statuses = held_uploads(svc, "hold", count, held, chunks=[MiB] * 9 if chunked else None)
     assert sorted(set(statuses)) == [200, 503] and len(statuses) == count, statuses
-    assert_small_peak(svc, BUDGET + PER_REQUEST)
+    # A chunked body grows chunk by chunk, and Python gives a growing bytearray up to an eighth
+    # more room than it holds, which the budget (of the bytes taken) doesn't count: 24 bodies
+    # held, and a chunk in hand on each connection, came to 325 MiB at most (Python 3.8, a busy machine).
+    # Unbounded, 40 uploads would hold 400 MiB and more.
+    assert_small_peak(svc, BUDGET + PER_REQUEST + (BUDGET // 8 if chunked else 0))
 
 
 def held_uploads(service, tool_id, count, held, chunks=None):
