@@ -826,7 +826,9 @@ class PackStderr(io.RawIOBase):
     def write(self, data):
         records = self.records
         data = bytes(data)
-        if len(data) <= PIPE_WRITE and data.endswith(b"\n"):   # whole lines a pipe never splits: at once
+        # Whole lines a pipe never splits: at once, unless they end a line left unfinished, which
+        # the records must hear of (they would begin with a newline of their own: an empty line).
+        if len(data) <= PIPE_WRITE and data.endswith(b"\n") and not records.mid_line:
             os.write(2, data)
             return len(data)
         me = threading.get_ident()

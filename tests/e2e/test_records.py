@@ -330,6 +330,20 @@ def test_a_record_never_lands_inside_a_long_line_pack_code_writes_to_stderr(laun
     assert len(own.records_of("call")) == 220
 
 
+def test_a_record_after_a_line_pack_code_finished_follows_it_without_an_empty_line(launcher, pack_index):
+    """print() of a long line writes its newline apart, in a short write: that write ends the
+    line, so the next record follows it at once, not after an empty line of its own making."""
+    own = launcher.start(pack_index)
+    line = "a long line of pack code's " + "x" * 60000
+    for i in range(3):
+        run_id = "run-finished-line-%d" % i
+        assert own.call_tool("print-stderr", {"line": line}, ctx={"tenantId": "t", "runId": run_id}).status == 200
+        call_record(own, run_id)   # written before the next call begins its line
+    own.signal(signal.SIGTERM)
+    assert own.wait_exit(10) == 0
+    assert "" not in own.raw_stderr and own.raw_stderr.count(line) == 3
+
+
 def test_pack_code_that_never_stops_writing_to_stderr_holds_up_neither_records_nor_the_drain(launcher, pack_index):
     """Its long lines hold the records' lock while they are written: the records still go out
     between them, and the drain still ends as soon as the calls are done."""
