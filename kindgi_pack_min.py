@@ -647,6 +647,10 @@ class Records:
         """
         if self.writer is not None and not at_once:
             return self._queue(data, lock_timeout)
+        if self.holder == threading.get_ident():
+            # Pack code run on the thread that holds the lock (a signal handler or a finalizer in the
+            # midst of its long line to sys.stderr) logs: taken again, the lock would wait for ever.
+            return self._write_all(data)
         if not self.lock.acquire(timeout=lock_timeout):
             return self._write_all(b"\n" + data)   # stderr is stuck mid-record: last words on their own line
         self.holder = threading.get_ident()

@@ -348,6 +348,34 @@ def test_pack_code_that_never_stops_writing_to_stderr_holds_up_neither_records_n
     assert own.records_of("stopped")
 
 
+LOGS_IN_A_SIGNAL_HANDLER = '''
+import fcntl, signal, sys
+from kindgi import tool
+from kindgi.log import get_logger
+
+log = get_logger("pack")
+signal.signal(signal.SIGALRM, lambda signum, frame: log.info("tick from the handler"))
+fcntl.fcntl(2, getattr(fcntl, "F_SETPIPE_SZ", 1031), 4096)   # the long line below takes a while to go out
+line = "y" * (8 * 1024 * 1024) + "\\n"
+signal.setitimer(signal.ITIMER_REAL, 0.02)
+sys.stderr.write(line)
+
+@tool(description="A test tool.", input={"type": "object"}, output={}, id="echo", version="1.0.0")
+def echo(input):
+    return input
+'''
+
+
+def test_pack_code_that_logs_from_a_signal_handler_amid_its_long_stderr_line_does_not_hang(launcher, pack):
+    """The long line holds the records' lock; a record written on that thread meanwhile (a
+    signal handler, a finalizer) waited for it for ever: the boot never ended."""
+    pack.module("tools/t.py", LOGS_IN_A_SIGNAL_HANDLER)
+    pack.tool("echo", "tools/t.py", version="1.0.0")
+    code, service = launcher.run(["--index", pack.write(), "--check"], timeout=20)
+    assert code == 0, service.raw_stderr[-3:]
+    assert service.records_of("check-passed")
+
+
 @pytest.mark.parametrize("how", ["close", "devnull"])
 def test_records_go_on_to_stderr_when_pack_code_closes_or_redirects_it(launcher, pack_index, how):
     """The records have a descriptor of stderr of their own: they go on where they went, and never
