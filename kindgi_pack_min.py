@@ -3190,9 +3190,14 @@ async def _guarded(call, awaitable, outcome):
 
 def give_asyncio_a_child_watcher():
     """Python 3.6 and 3.7: asyncio's child watcher needs a loop on the main thread, and pack code
-    runs asyncio's child processes from other threads; give it ``threaded_child_watcher``."""
+    runs asyncio's child processes from other threads; give it ``threaded_child_watcher``.
+    An event loop policy of pack code's that has no child watchers (uvloop's) keeps none: its
+    loops wait for their children themselves."""
     if sys.version_info < (3, 8):
-        sys.modules["asyncio"].set_child_watcher(threaded_child_watcher())
+        try:
+            sys.modules["asyncio"].set_child_watcher(threaded_child_watcher())
+        except (AttributeError, NotImplementedError):
+            pass
 
 
 def threaded_child_watcher():
