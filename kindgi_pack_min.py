@@ -3799,7 +3799,9 @@ class PackService:
         if self.token.is_token(value):
             return "[redacted]"
         shown = scrub_text(value[:2 * MAX_CALLER_TEXT])
-        more = len(shown) - MAX_CALLER_TEXT + max(0, len(value) - 2 * MAX_CALLER_TEXT)
+        # What the cut leaves out of the masked head, and what was past it: a head that masking
+        # made short (a long credential) still says that the rest was left out.
+        more = max(0, len(shown) - MAX_CALLER_TEXT) + max(0, len(value) - 2 * MAX_CALLER_TEXT)
         if more > 0:
             return "%s...[%d more characters]" % (shown[:MAX_CALLER_TEXT], more)
         return shown

@@ -596,6 +596,15 @@ def test_a_callers_strings_have_secrets_masked_in_records(service):
     assert "hunter2" not in line and "abc.def" not in line and "cccc" not in line and "0123456789" not in line
 
 
+def test_a_callers_string_whose_head_masks_short_still_says_the_rest_was_cut(service):
+    """Masking looks at a bounded head; one that masked into a short text (a long credential)
+    showed it alone, as if the id ended there, its other characters neither shown nor counted."""
+    service.call_tool("missing", {}, ctx={"tenantId": "t", "runId": "run-masked-short",
+                                          "requestId": "Bearer " + "c" * 2100 + "-tail"})
+    record = call_record(service, "run-masked-short")
+    assert record["requestId"] == "Bearer [redacted]...[64 more characters]"
+
+
 def test_auto_format_writes_json_when_stderr_is_not_a_terminal(launcher, pack_index):
     code, checked = launcher.run(["--check", "--index", pack_index], env={"KINDGI_LOG_FORMAT": "auto"})
     assert code == 0
