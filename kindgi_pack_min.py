@@ -5207,6 +5207,7 @@ def _standin_list_of(convert):
 
 _STANDIN_REQUIRED = object()
 _STANDIN_CONVERTERS = {str: _standin_str, int: _standin_int, float: _standin_float, bool: _standin_bool}
+_STANDIN_CONVERTER_NAMES = {kind.__name__: kind for kind in _STANDIN_CONVERTERS}
 
 
 class _StandinRecord:
@@ -5228,6 +5229,8 @@ class _StandinRecord:
         for name, annotation in cls.__dict__.get("__annotations__", {}).items():
             if name in declared or name.startswith("_") or "ClassVar" in str(annotation):
                 continue
+            if isinstance(annotation, str):   # ``from __future__ import annotations``: as written, "float"
+                annotation = _STANDIN_CONVERTER_NAMES.get(annotation, annotation)
             convert = _STANDIN_CONVERTERS.get(annotation, _standin_any) if isinstance(annotation, type) else _standin_any
             fields.append((name, convert, cls.__dict__.get(name, _STANDIN_REQUIRED)))
         cls._fields = tuple(fields)
