@@ -832,6 +832,7 @@ class PackStderr(io.RawIOBase):
         data = bytes(data)
         if len(data) <= PIPE_WRITE and data.endswith(b"\n"):   # whole lines a pipe never splits: at once
             os.write(2, data)
+            records.mid_line = False   # it ends a line left unfinished, if any: no record need begin one
             return len(data)
         me = threading.get_ident()
         # A finalizer or a signal handler run on the thread that holds the lock writes at once:

@@ -376,6 +376,32 @@ def test_pack_code_that_logs_from_a_signal_handler_amid_its_long_stderr_line_doe
     assert service.records_of("check-passed")
 
 
+FINISHES_ITS_LINE = '''
+import sys
+from kindgi import tool
+
+@tool(description="A test tool.", input={"type": "object"}, output={}, id="progress", version="1.0.0")
+def progress(input, ctx):
+    """A line in two writes, the first flushed on its own: the second, short, ends it."""
+    sys.stderr.write("working...")
+    sys.stderr.flush()
+    sys.stderr.write(" done\\n")
+    return {}
+'''
+
+
+def test_a_line_pack_code_finishes_in_a_short_write_leaves_no_empty_line_before_the_next_record(launcher, pack):
+    """The unfinished first part made the next record begin a line of its own; the short write
+    that ended the line didn't say so, and that record came after an empty line."""
+    pack.module("tools/p.py", FINISHES_ITS_LINE)
+    pack.tool("progress", "tools/p.py", version="1.0.0")
+    own = launcher.start(pack.write())
+    for _ in range(3):
+        assert own.call_tool("progress", {}).status == 200
+    own.signal(signal.SIGTERM)
+    assert own.wait_exit(10) == 0
+    assert own.raw_stderr.count("working... done") == 3 and "" not in own.raw_stderr, own.raw_stderr
+
 @pytest.mark.parametrize("how", ["close", "devnull"])
 def test_records_go_on_to_stderr_when_pack_code_closes_or_redirects_it(launcher, pack_index, how):
     """The records have a descriptor of stderr of their own: they go on where they went, and never
