@@ -647,6 +647,10 @@ class Records:
         """
         if self.writer is not None and not at_once:
             return self._queue(data, lock_timeout)
+        if self.holder == threading.get_ident():
+            # Pack code run on the thread that holds the lock (a signal handler or a finalizer in the
+            # midst of its long line to sys.stderr) logs: taken again, the lock would wait for ever.
+            return self._write_all(data)
         if not self.lock.acquire(timeout=lock_timeout):
             return self._write_all(b"\n" + data)   # stderr is stuck mid-record: last words on their own line
         self.holder = threading.get_ident()
@@ -830,6 +834,7 @@ class PackStderr(io.RawIOBase):
         # the records must hear of (they would begin with a newline of their own: an empty line).
         if len(data) <= PIPE_WRITE and data.endswith(b"\n") and not records.mid_line:
             os.write(2, data)
+            records.mid_line = False   # it ends a line left unfinished, if any: no record need begin one
             return len(data)
         me = threading.get_ident()
         # A finalizer or a signal handler run on the thread that holds the lock writes at once:
@@ -3188,9 +3193,14 @@ async def _guarded(call, awaitable, outcome):
 
 def give_asyncio_a_child_watcher():
     """Python 3.6 and 3.7: asyncio's child watcher needs a loop on the main thread, and pack code
-    runs asyncio's child processes from other threads; give it ``threaded_child_watcher``."""
+    runs asyncio's child processes from other threads; give it ``threaded_child_watcher``.
+    An event loop policy of pack code's that has no child watchers (uvloop's) keeps none: its
+    loops wait for their children themselves."""
     if sys.version_info < (3, 8):
-        sys.modules["asyncio"].set_child_watcher(threaded_child_watcher())
+        try:
+            sys.modules["asyncio"].set_child_watcher(threaded_child_watcher())
+        except (AttributeError, NotImplementedError):
+            pass
 
 
 def threaded_child_watcher():
@@ -3792,7 +3802,9 @@ class PackService:
         if self.token.is_token(value):
             return "[redacted]"
         shown = scrub_text(value[:2 * MAX_CALLER_TEXT])
-        more = len(shown) - MAX_CALLER_TEXT + max(0, len(value) - 2 * MAX_CALLER_TEXT)
+        # What the cut leaves out of the masked head, and what was past it: a head that masking
+        # made short (a long credential) still says that the rest was left out.
+        more = max(0, len(shown) - MAX_CALLER_TEXT) + max(0, len(value) - 2 * MAX_CALLER_TEXT)
         if more > 0:
             return "%s...[%d more characters]" % (shown[:MAX_CALLER_TEXT], more)
         return shown
@@ -5198,6 +5210,7 @@ def _standin_list_of(convert):
 
 _STANDIN_REQUIRED = object()
 _STANDIN_CONVERTERS = {str: _standin_str, int: _standin_int, float: _standin_float, bool: _standin_bool}
+_STANDIN_CONVERTER_NAMES = {kind.__name__: kind for kind in _STANDIN_CONVERTERS}
 
 
 class _StandinRecord:
@@ -5219,6 +5232,8 @@ class _StandinRecord:
         for name, annotation in cls.__dict__.get("__annotations__", {}).items():
             if name in declared or name.startswith("_") or "ClassVar" in str(annotation):
                 continue
+            if isinstance(annotation, str):   # ``from __future__ import annotations``: as written, "float"
+                annotation = _STANDIN_CONVERTER_NAMES.get(annotation, annotation)
             convert = _STANDIN_CONVERTERS.get(annotation, _standin_any) if isinstance(annotation, type) else _standin_any
             fields.append((name, convert, cls.__dict__.get(name, _STANDIN_REQUIRED)))
         cls._fields = tuple(fields)

@@ -420,6 +420,20 @@ def test_a_check_results_subclass_declares_its_annotated_fields_as_pydantics_wou
     assert [issue["instancePath"] for issue in refused.value.issues] == ["/score", "/needed"]
 
 
+def test_a_check_results_subclass_converts_fields_whose_annotations_are_text(kindgi):
+    """Under ``from __future__ import annotations`` each annotation is its text ("float"):
+    those fields were kept as given, where pydantic converts them ("2.5" to 2.5) or refuses them."""
+    class Scored(kindgi.CheckResult):
+        score: "float" = 0.0
+        flag: "bool" = False
+
+    assert Scored(passed=True, score="2.5", flag="yes").to_wire() == {"passed": True, "score": 2.5, "flag": True}
+    assert Scored(passed=True, score=1).to_wire()["score"] == 1.0
+    with pytest.raises(ValueError) as refused:
+        Scored(passed=True, score="high")
+    assert [issue["instancePath"] for issue in refused.value.issues] == ["/score"]
+
+
 def test_a_records_text_is_pydantics(kindgi):
     """``str()`` of a record, as in a check's ``reason=f"saw {call}"``, reads as the SDK's pydantic model's."""
     call = kindgi.ToolCallRecord(tool_id="a", tool_name="A", at="now", extra=1)

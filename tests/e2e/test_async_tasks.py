@@ -346,3 +346,46 @@ def test_an_exit_handler_runs_the_loop_its_module_set_up_at_import(launcher, tmp
     assert (tmp_path / "tools" / "closed").exists(), "the exit handler could not run the loop"
     for line in service.raw_stderr:
         assert isinstance(json.loads(line), dict), line
+
+
+OWN_POLICY = '''
+import asyncio
+from kindgi import tool
+
+
+class Policy(asyncio.events.BaseDefaultEventLoopPolicy):
+    """Shaped as uvloop's: its loops wait for their children themselves, it has no child watcher."""
+    _loop_factory = asyncio.SelectorEventLoop
+
+
+asyncio.set_event_loop_policy(Policy())
+
+
+@tool(description="A test tool.", input={"type": "object"}, output={}, id="plain", version="1.0.0")
+def plain(input, ctx):
+    return {"said": "plain"}
+
+
+async def said(input, ctx):
+    await asyncio.sleep(0)
+    return {"said": "async"}
+'''
+
+
+@pytest.mark.parametrize("kinds", [("plain",), ("plain", "async")])
+def test_a_pack_with_an_event_loop_policy_that_has_no_child_watcher_boots(launcher, tmp_path, kinds):
+    """Python 3.6 and 3.7: the service gives asyncio a child watcher of its own; a policy with no
+    child watchers (uvloop's) refused it, and the boot ended in a traceback."""
+    source = OWN_POLICY
+    if "async" in kinds:
+        source += '\nsaid = tool(description="A test tool.", input={"type": "object"}, output={}, ' \
+                  'id="said", version="1.0.0")(said)\n'
+    pack = PackWriter(tmp_path)
+    pack.module("tools/policy.py", source)
+    pack.tool("plain", "tools/policy.py", version="1.0.0")
+    if "async" in kinds:
+        pack.tool("said", "tools/policy.py", version="1.0.0")
+    service = launcher.start(pack.write())
+    for kind in kinds:
+        answer = service.call_tool("said" if kind == "async" else kind, {})
+        assert answer.json.get("output") == {"said": kind}, answer.json

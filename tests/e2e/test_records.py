@@ -362,6 +362,60 @@ def test_pack_code_that_never_stops_writing_to_stderr_holds_up_neither_records_n
     assert own.records_of("stopped")
 
 
+LOGS_IN_A_SIGNAL_HANDLER = '''
+import fcntl, signal, sys
+from kindgi import tool
+from kindgi.log import get_logger
+
+log = get_logger("pack")
+signal.signal(signal.SIGALRM, lambda signum, frame: log.info("tick from the handler"))
+fcntl.fcntl(2, getattr(fcntl, "F_SETPIPE_SZ", 1031), 4096)   # the long line below takes a while to go out
+line = "y" * (8 * 1024 * 1024) + "\\n"
+signal.setitimer(signal.ITIMER_REAL, 0.02)
+sys.stderr.write(line)
+
+@tool(description="A test tool.", input={"type": "object"}, output={}, id="echo", version="1.0.0")
+def echo(input):
+    return input
+'''
+
+
+def test_pack_code_that_logs_from_a_signal_handler_amid_its_long_stderr_line_does_not_hang(launcher, pack):
+    """The long line holds the records' lock; a record written on that thread meanwhile (a
+    signal handler, a finalizer) waited for it for ever: the boot never ended."""
+    pack.module("tools/t.py", LOGS_IN_A_SIGNAL_HANDLER)
+    pack.tool("echo", "tools/t.py", version="1.0.0")
+    code, service = launcher.run(["--index", pack.write(), "--check"], timeout=20)
+    assert code == 0, service.raw_stderr[-3:]
+    assert service.records_of("check-passed")
+
+
+FINISHES_ITS_LINE = '''
+import sys
+from kindgi import tool
+
+@tool(description="A test tool.", input={"type": "object"}, output={}, id="progress", version="1.0.0")
+def progress(input, ctx):
+    """A line in two writes, the first flushed on its own: the second, short, ends it."""
+    sys.stderr.write("working...")
+    sys.stderr.flush()
+    sys.stderr.write(" done\\n")
+    return {}
+'''
+
+
+def test_a_line_pack_code_finishes_in_a_short_write_leaves_no_empty_line_before_the_next_record(launcher, pack):
+    """The unfinished first part made the next record begin a line of its own; the short write
+    that ended the line didn't say so, and that record came after an empty line."""
+    pack.module("tools/p.py", FINISHES_ITS_LINE)
+    pack.tool("progress", "tools/p.py", version="1.0.0")
+    own = launcher.start(pack.write())
+    for _ in range(3):
+        assert own.call_tool("progress", {}).status == 200
+    own.signal(signal.SIGTERM)
+    assert own.wait_exit(10) == 0
+    assert own.raw_stderr.count("working... done") == 3 and "" not in own.raw_stderr, own.raw_stderr
+
 @pytest.mark.parametrize("how", ["close", "devnull"])
 def test_records_go_on_to_stderr_when_pack_code_closes_or_redirects_it(launcher, pack_index, how):
     """The records have a descriptor of stderr of their own: they go on where they went, and never
@@ -580,6 +634,15 @@ def test_a_callers_strings_have_secrets_masked_in_records(service):
     assert record["toolId"] == record["id"] == "kgi_sk_\u2026ghij"
     line = [line for line in service.raw_stderr if "run-masked" in line][0]
     assert "hunter2" not in line and "abc.def" not in line and "cccc" not in line and "0123456789" not in line
+
+
+def test_a_callers_string_whose_head_masks_short_still_says_the_rest_was_cut(service):
+    """Masking looks at a bounded head; one that masked into a short text (a long credential)
+    showed it alone, as if the id ended there, its other characters neither shown nor counted."""
+    service.call_tool("missing", {}, ctx={"tenantId": "t", "runId": "run-masked-short",
+                                          "requestId": "Bearer " + "c" * 2100 + "-tail"})
+    record = call_record(service, "run-masked-short")
+    assert record["requestId"] == "Bearer [redacted]...[64 more characters]"
 
 
 def test_auto_format_writes_json_when_stderr_is_not_a_terminal(launcher, pack_index):
