@@ -834,7 +834,6 @@ class PackStderr(io.RawIOBase):
         # the records must hear of (they would begin with a newline of their own: an empty line).
         if len(data) <= PIPE_WRITE and data.endswith(b"\n") and not records.mid_line:
             os.write(2, data)
-            records.mid_line = False   # it ends a line left unfinished, if any: no record need begin one
             return len(data)
         me = threading.get_ident()
         # A finalizer or a signal handler run on the thread that holds the lock writes at once:
