@@ -80,7 +80,8 @@ code's own subprocess call.
 
     lock                       guards
     Records.lock               the stderr file descriptor, and the batch being written; pack code's
-                               long or unfinished lines to ``sys.stderr`` too (PackStderr), and ``mid_line``
+                               long or unfinished lines to ``sys.stderr`` too (PackStderr), ``mid_line``
+                               and ``ended_pack_line``
     Records.queue_lock         the records waiting for the writer thread, and their bytes
     Records.room               (a Condition on Records.queue_lock) room among them: the thread
                                making a record waits on it while MAX_WAITING_RECORDS or
@@ -560,6 +561,7 @@ class Records:
         self.seen_writes = None        # ``writes`` when written_out() last saw it change, and when
         self.seen_at = 0.0
         self.mid_line = False          # pack code's sys.stderr last wrote a line without its end (PackStderr)
+        self.ended_pack_line = False   # a record ended that line for it: the newline pack code writes next is dropped
         self.pack_writing = False      # the lock is PackStderr's: no record is being written
 
     def enabled(self, level, subsystem="pack"):
@@ -790,7 +792,7 @@ class Records:
         view = memoryview(data)
         try:
             if self.mid_line:   # pack code stopped mid-line: the record begins a line of its own
-                self.mid_line = False
+                self.mid_line, self.ended_pack_line = False, True
                 os.write(self.fd, b"\n")
             while view:
                 view = view[os.write(self.fd, view):]
@@ -807,8 +809,10 @@ class PackStderr(io.RawIOBase):
     written between them landed inside the line, where a log collector lost
     it.  Holding the lock keeps the records out of such a write; ``mid_line``
     tells them that a line is not finished (``print`` of a long line writes
-    its newline apart), so they begin a line of their own.  Whole lines that
-    fit in one pipe write need neither, and don't contend with the records.
+    its newline apart), so they begin a line of their own, and
+    ``ended_pack_line`` tells this write that they did: the newline that
+    follows is then dropped, not left as an empty line.  Whole lines that fit
+    in one pipe write need none of this, and don't contend with the records.
     """
 
     name = "<stderr>"
@@ -830,9 +834,10 @@ class PackStderr(io.RawIOBase):
     def write(self, data):
         records = self.records
         data = bytes(data)
+        size = len(data)
         # Whole lines a pipe never splits: at once, unless they end a line left unfinished, which
         # the records must hear of (they would begin with a newline of their own: an empty line).
-        if len(data) <= PIPE_WRITE and data.endswith(b"\n") and not records.mid_line:
+        if len(data) <= PIPE_WRITE and data.endswith(b"\n") and not (records.mid_line or records.ended_pack_line):
             os.write(2, data)
             return len(data)
         me = threading.get_ident()
@@ -842,6 +847,9 @@ class PackStderr(io.RawIOBase):
         if held:
             records.holder, records.pack_writing = me, True
         try:
+            if records.ended_pack_line:   # the line is ended already: print()'s own newline would leave an empty one
+                records.ended_pack_line = False
+                data = data[1:] if data.startswith(b"\n") else data
             view = memoryview(data)
             while view:
                 view = view[os.write(2, view):]
@@ -852,7 +860,7 @@ class PackStderr(io.RawIOBase):
             if held:
                 records.holder, records.pack_writing = None, False
                 records.lock.release()
-        return len(data)
+        return size
 
 
 def pack_stderr(records):
