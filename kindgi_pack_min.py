@@ -548,6 +548,8 @@ class Records:
         self.token = None              # a TokenCheck, for what pack code writes
         self.lock = threading.Lock()   # held through every write to the file descriptor
         self.holder = None             # the thread holding it (PackStderr: pack code run there writes at once)
+        self.line_lock = threading.RLock()   # held through a write longer than a pipe takes at once, and
+                                             # through pack code's short lines: none lands inside the other
         self.queue_lock = threading.Lock()             # held to add to ``waiting`` or take it
         self.room = threading.Condition(self.queue_lock)   # notified once the waiting records are taken
         self.waiting = []              # encoded records for the writer thread, in order
@@ -735,6 +737,7 @@ class Records:
         """
         self.lock = threading.Lock()
         self.holder = None
+        self.line_lock = threading.RLock()
         self.queue_lock = threading.Lock()
         self.room = threading.Condition(self.queue_lock)
         self.waiting = []
@@ -789,6 +792,11 @@ class Records:
             self._write_all(b"".join(batch[start:]))
 
     def _write_all(self, data):
+        """Write ``data`` whole.  Longer than a pipe takes at once, it may go out in parts: it holds
+        ``line_lock``, which pack code's short lines take too, so that none lands between them."""
+        long = len(data) > PIPE_WRITE
+        if long:
+            self.line_lock.acquire()
         view = memoryview(data)
         try:
             if self.mid_line:   # pack code stopped mid-line: the record begins a line of its own
@@ -800,6 +808,9 @@ class Records:
                 self.stuck = False
         except OSError:
             pass  # stderr gone: nothing better to do than keep serving
+        finally:
+            if long:
+                self.line_lock.release()
 
 
 class PackStderr(io.RawIOBase):
@@ -837,8 +848,10 @@ class PackStderr(io.RawIOBase):
         size = len(data)
         # Whole lines a pipe never splits: at once, unless they end a line left unfinished, which
         # the records must hear of (they would begin with a newline of their own: an empty line).
+        # They take ``line_lock`` only, which a record holds just while it is longer than a pipe takes.
         if len(data) <= PIPE_WRITE and data.endswith(b"\n") and not (records.mid_line or records.ended_pack_line):
-            os.write(2, data)
+            with records.line_lock:
+                os.write(2, data)
             return len(data)
         me = threading.get_ident()
         # A finalizer or a signal handler run on the thread that holds the lock writes at once:

@@ -664,3 +664,17 @@ def test_bad_log_setting_is_config_invalid_with_that_message(launcher, pack_inde
     record = failed.wait_record("config-invalid")
     assert (record["message"], record["problems"], record["level"]) == (message, [message], "error")
     assert failed.records_of("listening") == []
+
+
+def test_a_short_line_pack_code_writes_never_lands_inside_a_long_record(launcher, pack_index):
+    """A record longer than a pipe takes at once goes out in parts; a short whole line pack code
+    wrote to stderr meanwhile, without the records' lock, landed between them, inside the record."""
+    own = launcher.start(pack_index)
+    fcntl.fcntl(own.proc.stderr.fileno(), getattr(fcntl, "F_SETPIPE_SZ", 1031), 4096)   # fills at once
+    line = "pack code wrote this line to stderr " + "x" * 200
+    call_side_by_side(own, [("to-stderr", {"line": line}, 150)] * 2 + [("big", {"mark": "b", "size": 30000}, 40)])
+    own.signal(signal.SIGTERM)
+    assert own.wait_exit(10) == 0
+    broken = [text[:80] for text in own.raw_stderr if text != line and not text.startswith('{"time"')]
+    assert broken == [] and own.raw_stderr.count(line) == 300
+    assert [r["blob"] for r in own.records if "blob" in r] == ["b" * 30000] * 40
