@@ -847,7 +847,7 @@ class PackStderr(io.RawIOBase):
 
     def write(self, data):
         records = self.records
-        data = bytes(data)
+        data = memoryview(data).tobytes()   # bytes-like only: bytes(n) of an int n would be n zero bytes
         size = len(data)
         # Whole lines a pipe never splits: at once, unless they end a line left unfinished, which
         # the records must hear of (they would begin with a newline of their own: an empty line).

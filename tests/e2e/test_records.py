@@ -678,3 +678,31 @@ def test_a_short_line_pack_code_writes_never_lands_inside_a_long_record(launcher
     broken = [text[:80] for text in own.raw_stderr if text != line and not text.startswith('{"time"')]
     assert broken == [] and own.raw_stderr.count(line) == 300
     assert [r["blob"] for r in own.records if "blob" in r] == ["b" * 30000] * 40
+
+
+WRITES_A_NUMBER = '''
+import sys
+from kindgi import tool
+
+@tool(description="A test tool.", input={"type": "object"}, output={}, id="number", version="1.0.0")
+def number(input, ctx):
+    """Writes a number to sys.stderr's buffer, as a slip of pack code's would."""
+    try:
+        sys.stderr.buffer.write(input["n"])
+    except TypeError as exc:
+        return {"raised": type(exc).__name__}
+    return {"raised": None}
+'''
+
+
+def test_a_number_written_to_the_stderr_buffer_is_refused_not_written_as_zero_bytes(launcher, pack):
+    """A buffer's write takes bytes-like objects: a number was taken as a length, and written as
+    that many zero bytes (a megabyte of them for a million)."""
+    pack.module("tools/t.py", WRITES_A_NUMBER)
+    pack.tool("number", "tools/t.py", version="1.0.0")
+    own = launcher.start(pack.write())
+    response = own.call_tool("number", {"n": 1000000})
+    assert response.status == 200 and response.json["output"] == {"raised": "TypeError"}
+    own.signal(signal.SIGTERM)
+    assert own.wait_exit(10) == 0
+    assert not any("\0" in line for line in own.raw_stderr)
