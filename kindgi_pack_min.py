@@ -796,10 +796,13 @@ class Records:
 
     def _write_all(self, data):
         """Write ``data`` whole.  Longer than a pipe takes at once, it may go out in parts: it holds
-        ``line_lock``, which pack code's short lines take too, so that none lands between them."""
-        long = len(data) > PIPE_WRITE
-        if long:
-            self.line_lock.acquire()
+        ``line_lock``, which pack code's short lines take too, so that none lands between them.
+
+        It waits for that lock STUCK_STDERR_SECONDS at most: the thread holding it may wait for
+        the records' lock itself (a signal handler that logs, run amid its short line), which
+        the caller may hold.  The record then goes out as it can.
+        """
+        guarded = len(data) > PIPE_WRITE and self.line_lock.acquire(True, STUCK_STDERR_SECONDS)
         view = memoryview(data)
         try:
             if self.mid_line:   # pack code stopped mid-line: the record begins a line of its own
@@ -812,7 +815,7 @@ class Records:
         except OSError:
             pass  # stderr gone: nothing better to do than keep serving
         finally:
-            if long:
+            if guarded:
                 self.line_lock.release()
 
 

@@ -706,3 +706,47 @@ def test_a_number_written_to_the_stderr_buffer_is_refused_not_written_as_zero_by
     own.signal(signal.SIGTERM)
     assert own.wait_exit(10) == 0
     assert not any("\0" in line for line in own.raw_stderr)
+
+
+LOGS_FROM_A_SIGNAL_HANDLER_AMID_SHORT_LINES = '''
+import signal, sys, threading, time
+from kindgi import tool
+from kindgi.log import get_logger
+
+log = get_logger("pack")
+
+def tick(signum, frame):
+    log.info("tick from the handler")
+    if not done:
+        signal.setitimer(signal.ITIMER_REAL, 0.005)   # once the handler is done: handlers never nest
+
+signal.signal(signal.SIGALRM, tick)
+
+def long_records():
+    while not done:
+        log.info("a long record", blob="z" * 8000)
+
+done = False
+threading.Thread(target=long_records, daemon=True).start()
+signal.setitimer(signal.ITIMER_REAL, 0.005)
+end = time.monotonic() + 2
+while time.monotonic() < end:
+    sys.stderr.write("a short line of pack code's\\n")
+done = True
+signal.setitimer(signal.ITIMER_REAL, 0)
+
+@tool(description="A test tool.", input={"type": "object"}, output={}, id="echo", version="1.0.0")
+def echo(input):
+    return input
+'''
+
+
+def test_pack_code_that_logs_from_a_signal_handler_amid_its_short_stderr_lines_does_not_hang(launcher, pack):
+    """A short line holds the lock that a record longer than a pipe takes: a signal handler run
+    amid it waits for the records' lock, held by a thread writing such a record, which waited for
+    the short line's lock for ever: the boot never ended."""
+    pack.module("tools/t.py", LOGS_FROM_A_SIGNAL_HANDLER_AMID_SHORT_LINES)
+    pack.tool("echo", "tools/t.py", version="1.0.0")
+    code, service = launcher.run(["--index", pack.write(), "--check"], timeout=15)
+    assert code == 0, service.raw_stderr[-3:]
+    assert service.records_of("check-passed")
