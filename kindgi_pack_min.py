@@ -82,9 +82,9 @@ code's own subprocess call.
     Records.lock               the stderr file descriptor, and the batch being written; pack code's
                                long or unfinished lines to ``sys.stderr`` too (PackStderr), ``mid_line``
                                and ``ended_pack_line``
-    Records.line_lock          (an RLock, taken after Records.lock or alone) descriptor 2 through
-                               a write longer than a pipe takes at once, and through pack code's
-                               short whole lines, which take no other lock
+    Records.line_lock          (an RLock, taken after Records.lock, for 1 s at most, or alone)
+                               descriptor 2 through a write longer than a pipe takes at once, and
+                               through pack code's short whole lines, which take no other lock
     Records.queue_lock         the records waiting for the writer thread, and their bytes
     Records.room               (a Condition on Records.queue_lock) room among them: the thread
                                making a record waits on it while MAX_WAITING_RECORDS or
