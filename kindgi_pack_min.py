@@ -855,10 +855,10 @@ class PackStderr(io.RawIOBase):
         # Whole lines a pipe never splits: at once, unless they end a line left unfinished, which
         # the records must hear of (they would begin with a newline of their own: an empty line).
         # They take ``line_lock`` only, which a record holds just while it is longer than a pipe takes.
-        if len(data) <= PIPE_WRITE and data.endswith(b"\n") and not (records.mid_line or records.ended_pack_line):
+        if size <= PIPE_WRITE and data.endswith(b"\n") and not (records.mid_line or records.ended_pack_line):
             with records.line_lock:
                 os.write(2, data)
-            return len(data)
+            return size
         me = threading.get_ident()
         # A finalizer or a signal handler run on the thread that holds the lock writes at once:
         # the lock isn't taken again, which would wait for ever.
