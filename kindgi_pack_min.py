@@ -28,7 +28,8 @@ The contract:
 
 The path of a request, and the functions that take it:
 
-    PackHTTPServer.process_request    accept; a thread per connection; over the cap, a few
+    PackHTTPServer.process_request    accept; a thread per connection; at the cap, one that
+                                      never showed the token and waits makes room; else a few
                                       for the probes only (ProbeRequestHandler), then 503
     PackRequestHandler.handle         one request after another on the connection
       read_request_head               the head, parsed and checked (parse_head)
@@ -96,7 +97,8 @@ code's own subprocess call.
     Call.lock                  the call's outcome: the first party to settle wins
     Watchman.lock              the calls being watched (and their sockets in its selector), and
                                those held for a thread to settle them
-    PackHTTPServer.count_lock  the counts of open connections and of probes-only ones
+    PackHTTPServer.count_lock  the counts of open connections and of probes-only ones, and
+                               ``counted_out`` (the connections shut to make room, counted out then)
     Lifecycle.lock             ``listening`` versus ``stopped``
     Lifecycle.exit_handlers_once  taken, never given back, by the first stop: it alone runs pack
                                code's exit handlers
@@ -109,7 +111,9 @@ never cleared), ``saying_draining`` (set once, to a thread already started),
 ``unanswered`` in ``wait_drained`` (the drain polls it: a stale one is read again
 25 ms later), ``PackHTTPServer.open_connections`` (a count in a record), a
 handler's phase and its deadline (the sweep sees the next value within half a
-second), ``PackService.answering`` (a set: one ``add`` or ``discard`` is atomic),
+second), a handler's ``trusted`` (set once, while its phase is ``busy``, which
+no connection shut to make room is in), ``PackService.answering`` (a set: one
+``add`` or ``discard`` is atomic),
 ``Records.waiting`` in ``written_out`` (whether any record waits: the list is
 replaced, never emptied in place, by the thread holding ``Records.lock``),
 ``Records.dropped`` (records dropped while stderr takes no writes: a count one
@@ -2490,7 +2494,7 @@ class PackRequestHandler(BaseHTTPRequestHandler):
     request_head = None
     body_unread = False
     held = 0                 # bytes of the service's memory budget this request holds
-    evicted = False          # shut to make room for a probe
+    evicted = False          # shut to make room for another connection
 
     # -- the connection -----------------------------------------------------
 
@@ -4059,6 +4063,9 @@ class PackHTTPServer(ThreadingHTTPServer):
         self.open_connections = 0
         self.open_probes = 0
         self.count_lock = threading.Lock()
+        self.counted_out = set()    # sockets of connections shut to make room, counted out already
+        self.evictions = 0          # connections shut to make room, since the start
+        self.next_eviction_record = 0.0
         self.accept_pause = 0.0
         self.next_accept_record = 0.0
         self.last_accepted = 0.0    # monotonic time of the last connection accepted (the drain's quiet)
@@ -4109,8 +4116,11 @@ class PackHTTPServer(ThreadingHTTPServer):
     def process_request(self, request, client_address):
         """Serve the connection on a thread of its own, or refuse it at once.
 
-        Under the cap it is served fully.  Over it, it may only ask the
-        probes: a few connections are kept for that, and when those are
+        Under the cap it is served fully.  At the cap, a connection that
+        never showed the token and waits between requests makes room for it:
+        else a caller without the token, asking every few seconds, could hold
+        every slot and keep the runtime out.  When none can, it may only ask
+        the probes: a few connections are kept for that, and when those are
         taken too, the one that has waited longest for its request makes
         room (a probe asks as soon as it connects, a flood's connection
         doesn't), or one that only lingers after its answer.  Only when none
@@ -4118,6 +4128,7 @@ class PackHTTPServer(ThreadingHTTPServer):
         """
         self.last_accepted = time.monotonic()
         with self.count_lock:
+            made_room = self.open_connections >= self.max_connections and self.make_room_for_a_connection()
             if self.open_connections < self.max_connections:
                 handler_class = PackRequestHandler
                 self.open_connections += 1
@@ -4126,6 +4137,8 @@ class PackHTTPServer(ThreadingHTTPServer):
                 self.open_probes += 1
             else:
                 handler_class = None
+        if made_room:
+            self.made_room()
         if handler_class is None:
             self.refuse_connection(request)
             return self.shutdown_request(request)
@@ -4141,20 +4154,53 @@ class PackHTTPServer(ThreadingHTTPServer):
         except OSError:
             pass
 
-    def make_room_for_a_probe(self):
-        """Shut the probes-only connection that has waited longest without a request, or that
-        only lingers after its answer; the caller holds ``count_lock``.  True when there was one."""
-        waiting = [h for h in list(self.handlers)
-                   if h.probes_only and not h.evicted and h.phase in ("idle", "head", "linger")]
-        if not waiting:
+    def make_room_for_a_connection(self):
+        """Shut a connection under the cap that never showed the token and waits between requests,
+        and count it out now: its thread, ending, counts nothing.  The caller holds ``count_lock``.
+        True when there was one."""
+        shut = self.shut_the_longest_waiting(probes_only=False)
+        if shut is None:
             return False
+        self.counted_out.add(shut.connection)
+        self.open_connections -= 1
+        return True
+
+    def make_room_for_a_probe(self):
+        """Shut a probes-only connection waiting for its request or lingering after its answer (it
+        counts itself out as its thread ends); the caller holds ``count_lock``.  True when there was one."""
+        return self.shut_the_longest_waiting(probes_only=True) is not None
+
+    def shut_the_longest_waiting(self, probes_only):
+        """Of the connections that never showed the token and wait between requests (for a head,
+        in one, or lingering after an answer), shut the one accepted first; return it, or None.
+
+        A connection that showed the token once is never shut so, nor one
+        reading a body, running a call or writing an answer.
+        """
+        waiting = [h for h in list(self.handlers) if h.probes_only == probes_only and not h.trusted
+                   and not h.evicted and h.phase in ("idle", "head", "linger")]
+        if not waiting:
+            return None
         oldest = min(waiting, key=lambda handler: handler.accepted_at)
         oldest.evicted = True
         try:
             oldest.connection.shutdown(socket.SHUT_RDWR)
         except OSError:
             pass
-        return True
+        return oldest
+
+    def made_room(self):
+        """Count a connection shut to make room, and say so in a record at most every 10 s (a flood
+        would make one per connection).  The record has the count since the start: the time
+        between two records varies, and their counts' difference is what came in between."""
+        self.evictions += 1
+        now = time.monotonic()
+        if now >= self.next_eviction_record:
+            self.next_eviction_record = now + 10.0
+            self.service.records.write(
+                "warn", "The connection cap (%d) was full: a connection that never showed the token was "
+                "shut to make room (%d so far)" % (self.max_connections, self.evictions),
+                event="connections-evicted", fields={"count": self.evictions})
 
     def serve_connection(self, request, client_address, handler_class):
         try:
@@ -4168,7 +4214,9 @@ class PackHTTPServer(ThreadingHTTPServer):
         """Close the connection's socket, and count it out."""
         self.shutdown_request(request)
         with self.count_lock:
-            if handler_class.probes_only:
+            if request in self.counted_out:   # shut to make room, and counted out then
+                self.counted_out.remove(request)
+            elif handler_class.probes_only:
                 self.open_probes -= 1
             else:
                 self.open_connections -= 1

@@ -185,6 +185,27 @@ def exchange_and_close(service, data):
         return fuzz.parse_answers(fuzz.read_answers(sock, want=1, idle=1.0)[0])[0]
 
 
+def ask(sock, data):
+    """Send ``data`` on an open connection; the status of the one answer (None if none came)."""
+    fuzz.send_quietly(sock, data)
+    answers, _ = fuzz.parse_answers(fuzz.read_answers(sock, want=1, idle=2)[0])
+    return answers[0].status if answers else None
+
+
+def connect_and_ask(service, data):
+    """A new connection, kept open, and the status of the answer to ``data`` on it."""
+    sock = fuzz.connect(service.port)
+    return sock, ask(sock, data)
+
+
+def showing_the_token(service):
+    """A new connection that has shown the token (its /v1/info answered), kept open."""
+    sock, status = connect_and_ask(service, fuzz.http_request("GET", "/v1/info",
+                                                              headers=[("kindgi-pack-token", TOKEN)]))
+    assert status == 200
+    return sock
+
+
 # -- every path closes its socket -------------------------------------------------
 
 def test_normal_close(service):
@@ -224,8 +245,10 @@ def test_503_at_the_concurrency_cap(service):
 
 
 def test_503_at_the_connection_cap(service):
-    """Over the cap a connection may only ask the probes; anything else, or nothing, is 503."""
-    held = [fuzz.connect(service.port) for _ in range(24)]   # the cap
+    """Over the cap a connection may only ask the probes; anything else, or nothing, is 503.
+
+    The cap is held by connections that showed the token: one that never did would make room."""
+    held = [showing_the_token(service) for _ in range(24)]   # the cap
     try:
         cases = [(invoke(), 503)] * 20 + [(fuzz.http_request("GET", "/healthz"), 200)] * 5 + [(b"", 503)] * 3
 
@@ -391,7 +414,7 @@ def test_a_probe_makes_room_by_closing_a_connection_that_only_lingers(launcher, 
     service reading it (a byte every 0.3 s): they have their answer, so a probe takes the place
     of one of them instead of meeting the 503."""
     svc = launcher.start(write_pack(tmp_path / "pack"), env={"KINDGI_PACK_MIN_TEST": "connections=2,first_request=30"})
-    held = [fuzz.connect(svc.port) for _ in range(2)]   # the cap
+    held = [showing_the_token(svc) for _ in range(2)]   # the cap, by connections that can't be made to make room
     lingering = []
     stop = threading.Event()
 
