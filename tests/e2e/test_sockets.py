@@ -445,6 +445,100 @@ def test_a_probe_makes_room_by_closing_a_connection_that_only_lingers(launcher, 
     assert statuses == [200] * 3
 
 
+# Answered 401 on a connection kept alive: it has no body to leave unread.
+WRONG_TOKEN = fuzz.http_request("GET", "/v1/info", headers=[("kindgi-pack-token", "wrong")])
+
+
+def flood_without_the_token(service, count):
+    """``count`` new connections, one after another, each asking with a wrong token and kept
+    open; the status of each answer: 401 in a full slot, 503 in one kept for the probes."""
+    flood = [connect_and_ask(service, WRONG_TOKEN) for _ in range(count)]
+    return [sock for sock, _ in flood], [status for _, status in flood]
+
+
+def test_callers_without_the_token_cannot_hold_the_connection_slots(launcher, tmp_path):
+    """A caller without the token holds every slot, asking on each connection every 0.3 s (401,
+    the connection kept alive) for longer than the silence limit of a connection that never showed
+    the token.  A caller with the token still has its invoke served: the oldest of the flood's
+    connections is shut to make room, and one record says so."""
+    svc = launcher.start(write_pack(tmp_path / "pack"), env={"KINDGI_PACK_MIN_TEST": "connections=8,first_request=1"})
+    flood, statuses = flood_without_the_token(svc, 8)   # the cap
+    try:
+        for _ in range(5):   # 1.5 s: past first_request, they still hold their slots
+            time.sleep(0.3)
+            statuses += [ask(sock, WRONG_TOKEN) for sock in flood]
+        assert statuses == [401] * 48
+        answer = svc.call_tool("echo", {"a": 1}, timeout=5)
+        assert (answer.status, answer.json.get("output")) == (200, {"a": 1}), answer
+        assert fuzz.read_answers(flood[0], idle=1)[1], "the oldest connection without the token is still open"
+        assert [ask(sock, WRONG_TOKEN) for sock in flood[1:]] == [401] * 7
+    finally:
+        for sock in flood:
+            sock.close()
+    record = svc.wait_record("connections-evicted", 5)
+    assert (record["level"], record["count"]) == ("warn", 1), record
+    assert "never showed the token" in record["message"], record
+
+
+def test_an_idle_connection_that_showed_the_token_is_not_shut_to_make_room(launcher, tmp_path):
+    """At a cap of 4, the first connection shows the token, then waits; 12 connections without it
+    follow, the last 9 each taking the place of the oldest of them (401, not 503).  The first is
+    older still, and waits between requests, yet it is left alone: it still serves."""
+    svc = launcher.start(write_pack(tmp_path / "pack"), env={"KINDGI_PACK_MIN_TEST": "connections=4"})
+    trusted = showing_the_token(svc)
+    flood = []
+    try:
+        flood, statuses = flood_without_the_token(svc, 12)
+        assert statuses == [401] * 12
+        assert ask(trusted, invoke()) == 200
+    finally:
+        for sock in [trusted] + flood:
+            sock.close()
+
+
+def test_a_connection_mid_call_is_not_shut_to_make_room(launcher, tmp_path):
+    """At a cap of 4, a call runs for a second while 12 connections without the token come, the
+    last 9 each taking the place of the oldest of them: the call's connection is left alone and
+    answered."""
+    svc = launcher.start(write_pack(tmp_path / "pack"), env={"KINDGI_PACK_MIN_TEST": "connections=4"})
+    calling = fuzz.connect(svc.port)
+    flood = []
+    try:
+        calling.sendall(invoke(message("sleep", {"s": 1})))
+        time.sleep(0.2)   # the call runs
+        flood, statuses = flood_without_the_token(svc, 12)
+        assert statuses == [401] * 12
+        answers, _ = fuzz.parse_answers(fuzz.read_answers(calling, want=1, idle=3)[0])
+        assert [(a.status, a.json()["output"]) for a in answers] == [(200, {"slept": 1})]
+    finally:
+        for sock in [calling] + flood:
+            sock.close()
+
+
+def test_the_cap_is_whole_after_connections_were_shut_to_make_room(launcher, tmp_path):
+    """At a cap of 4, 20 connections without the token, 16 of them shut to make room; once all are
+    closed, exactly the cap's worth of connections are served (no slot lost, none counted twice):
+    4 held at once, and the fifth at the same time is told 503.  The 16 made one record: they came
+    within 10 s."""
+    svc = launcher.start(write_pack(tmp_path / "pack"), env={"KINDGI_PACK_MIN_TEST": "connections=4,gc=off"})
+    warm_up(svc)
+    svc.idle_fds = settled(open_fds, svc)
+    flood, statuses = flood_without_the_token(svc, 20)
+    for sock in flood:
+        sock.close()
+    assert statuses == [401] * 20
+    assert back_to_idle(svc) == svc.idle_fds
+    svc.wait_record("connections-evicted", 5)
+    held = []
+    try:
+        held = [connect_and_ask(svc, invoke()) for _ in range(5)]
+        assert [status for _, status in held] == [200] * 4 + [503]
+    finally:
+        for sock, _ in held:
+            sock.close()
+    assert [r["count"] for r in svc.records_of("connections-evicted")] == [1]
+
+
 def test_out_of_file_descriptors_backs_off_and_recovers(launcher, tmp_path):
     """64 open files at most, 50 of them held by pack code: accept() fails with EMFILE below the cap."""
     def few_files():
