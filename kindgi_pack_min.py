@@ -4138,7 +4138,7 @@ class PackHTTPServer(ThreadingHTTPServer):
             else:
                 handler_class = None
         if made_room:
-            self.made_room()
+            self.count_eviction()
         if handler_class is None:
             self.refuse_connection(request)
             return self.shutdown_request(request)
@@ -4189,7 +4189,7 @@ class PackHTTPServer(ThreadingHTTPServer):
             pass
         return oldest
 
-    def made_room(self):
+    def count_eviction(self):
         """Count a connection shut to make room, and say so in a record at most every 10 s (a flood
         would make one per connection).  The record has the count since the start: the time
         between two records varies, and their counts' difference is what came in between."""
