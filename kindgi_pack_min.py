@@ -59,7 +59,7 @@ Threads, and what they share:
     deadline         the watchman             answers a call past its deadline (runs its callbacks)
     hang-up          the watchman             settles a call whose caller left (runs its callbacks)
     records          serve()                  writes every record made once serving (but lifecycle
-                                              records) to stderr, in batches
+                                              records), and pack code's sys.stderr, in batches
     lifecycle, drain Lifecycle                signals (their numbers, from C, on a pipe): drain, then exit
     cancelling       the drain's end, or a    fires the cancellations of the calls it gave up on
                      second signal
@@ -80,13 +80,12 @@ started by asyncio's call into the watcher: one that can't start fails pack
 code's own subprocess call.
 
     lock                       guards
-    Records.lock               the stderr file descriptor, and the batch being written; pack code's
-                               long or unfinished lines to ``sys.stderr`` too (PackStderr), ``mid_line``
-                               and ``ended_pack_line``
-    Records.line_lock          (an RLock, taken after Records.lock, for 1 s at most, or alone)
-                               descriptor 2 through a write longer than a pipe takes at once, and
-                               through pack code's short whole lines, which take no other lock
-    Records.queue_lock         the records waiting for the writer thread, and their bytes
+    Records.lock               (an RLock: a signal handler or a finalizer amid a write may write too)
+                               stderr: every write of records and of pack code's ``sys.stderr``
+                               (PackStderr), the batch being written, ``mid_line`` and ``ended_pack_line``
+    Records.queue_lock         the records and pack code's text waiting for the writer thread, their
+                               bytes, and the count of records queued; taken for 1 s at most (its own
+                               thread may hold it, in a finalizer or a signal handler)
     Records.room               (a Condition on Records.queue_lock) room among them: the thread
                                making a record waits on it while MAX_WAITING_RECORDS or
                                MAX_WAITING_BYTES wait; the writer notifies it as it takes them
@@ -114,19 +113,20 @@ handler's phase and its deadline (the sweep sees the next value within half a
 second), a handler's ``trusted`` (set once, while its phase is ``busy``, which
 no connection shut to make room is in), ``PackService.answering`` (a set: one
 ``add`` or ``discard`` is atomic),
-``Records.waiting`` in ``written_out`` (whether any record waits: the list is
-replaced, never emptied in place, by the thread holding ``Records.lock``),
-``Records.dropped`` (records dropped while stderr takes no writes: a count one
-short is harmless), ``Records.stuck`` as ``_write_all`` clears it (one record
+``Records.queued`` and ``Records.written`` in ``written_out`` (a stale count is
+read again 25 ms later), ``Records.waiting`` in ``_write_waiting`` and
+``hurry_writer`` (whether anything waits: one added just then goes out with
+the next batch), ``Records.dropped`` (records dropped while stderr takes no writes: a count one
+short is harmless), ``Records.stuck`` as ``_write_to`` clears it (one record
 more dropped at once as stderr comes back is harmless), ``Records.writes`` (a
 waiter sees the count change a round later at worst),
 ``PackService.loop_stopped`` in the loop's thread (set once, before the
 ``loop.stop`` that makes that thread read it), ``Call.stop_task`` (set once
 when the task starts, ``settle`` setting the outcome first: see
-``Call.cancel``; cleared once the task is over, and read once), and
+``Call.cancel``; cleared once the task is over, and read once),
 ``PackHTTPServer.last_accepted`` (the drain polls it: a stale one is read again
-25 ms later), and ``Records.holder`` in ``PackStderr.write`` (it is the thread's
-own id only when that thread set it).
+25 ms later), and ``Records.writer`` (cleared once, by ``stop_writer`` at the
+exit: a write that still finds it queues, and ``stopped`` writes what waits).
 
 The sections below: limits; records; configuration; the environment (the
 token, the filter, which ``kindgi`` pack code gets); the pack; HTTP heads and
@@ -543,6 +543,13 @@ class Records:
     every record that doesn't name them itself.  Once serving, a thread of
     its own writes them all but lifecycle records: a stderr nobody reads
     holds up no call (see ``_emit``).
+
+    What pack code writes to ``sys.stderr`` (PackStderr) takes the same
+    path, as PackText, in order with the records: one writer, so neither
+    lands inside the other, and only the writer keeps track of the line.  A
+    record after a line pack code left unfinished begins a line of its own
+    (``mid_line``); the newline pack code writes next is then dropped
+    (``ended_pack_line``), not left as an empty line.
     """
 
     def __init__(self, fd=2, level="info", levels=None, pretty=False):
@@ -553,14 +560,15 @@ class Records:
         self.pretty = pretty
         self.bound = {}
         self.token = None              # a TokenCheck, for what pack code writes
-        self.lock = threading.Lock()   # held through every write to the file descriptor
-        self.holder = None             # the thread holding it (PackStderr: pack code run there writes at once)
-        self.line_lock = threading.RLock()   # held through a write longer than a pipe takes at once, and
-                                             # through pack code's short lines: none lands inside the other
+        # Held through every write to stderr; an RLock, as a signal handler or a finalizer run
+        # amid a write on the thread holding it may write too: it writes at once, never waits for itself.
+        self.lock = threading.RLock()
         self.queue_lock = threading.Lock()             # held to add to ``waiting`` or take it
         self.room = threading.Condition(self.queue_lock)   # notified once the waiting records are taken
-        self.waiting = []              # encoded records for the writer thread, in order
+        self.waiting = []              # encoded records and PackText for the writer thread, in order
         self.waiting_bytes = 0         # their length in all
+        self.queued = 0                # records (not PackText) queued so far, and written so far: the
+        self.written = 0               # drain waits for the records, not for pack code's endless chatter
         self.wake_writer = threading.Event()   # records wait
         self.hurry = threading.Event()         # a long record waits: no gathering
         self.writer = None             # the writer thread, once start_writer() has run
@@ -571,7 +579,6 @@ class Records:
         self.seen_at = 0.0
         self.mid_line = False          # pack code's sys.stderr last wrote a line without its end (PackStderr)
         self.ended_pack_line = False   # a record ended that line for it: the newline pack code writes next is dropped
-        self.pack_writing = False      # the lock is PackStderr's: no record is being written
 
     def enabled(self, level, subsystem="pack"):
         try:
@@ -646,30 +653,24 @@ class Records:
         return UNPRINTABLE.sub(_escape_char, line)
 
     def _emit(self, data, lock_timeout=-1, at_once=False):
-        """Leave one record for the writer thread, or write it.
+        """Leave one record (or PackText) for the writer thread, or write it.
 
         Once serving, only the writer thread writes: records wait up to
         RECORD_BATCH_SECONDS and go out together (a write(2) per call hands
         the interpreter to another thread and back, a fifth of a small call),
         and a stderr nobody reads (a log collector that stopped) can't hold up
-        a call's answer.  Lifecycle records, and every record before serving
-        or in a forked child, are written at once, after those waiting, so
-        the order holds.
+        a call's answer.  Lifecycle records, and everything before serving,
+        after stop_writer() or in a forked child, are written at once, after
+        what waits, so the order holds.
         """
         if self.writer is not None and not at_once:
             return self._queue(data, lock_timeout)
-        if self.holder == threading.get_ident():
-            # Pack code run on the thread that holds the lock (a signal handler or a finalizer in the
-            # midst of its long line to sys.stderr) logs: taken again, the lock would wait for ever.
-            return self._write_all(data)
         if not self.lock.acquire(timeout=lock_timeout):
             return self._write_all(b"\n" + data)   # stderr is stuck mid-record: last words on their own line
-        self.holder = threading.get_ident()
         try:
             self._write_waiting()
-            self._write_all(data)
+            self._write_entry(data, type(data))
         finally:
-            self.holder = None
             self.lock.release()
 
     def _queue(self, data, lock_timeout):
@@ -695,6 +696,8 @@ class Records:
                 return
             self.waiting.append(data)
             self.waiting_bytes += size
+            if type(data) is not PackText:
+                self.queued += 1
         finally:
             self.queue_lock.release()
         if size > LONG_RECORD:
@@ -727,9 +730,10 @@ class Records:
         return True
 
     def written_out(self):
-        """Whether every record made so far is written, for the drain to wait for them before the
-        exit: True too once stderr took no write for STUCK_STDERR_SECONDS, as they can't be."""
-        if not self.waiting and (not self.lock.locked() or self.pack_writing):
+        """Whether every record queued so far is written (what pack code writes is not waited for),
+        for the drain to wait for them before the exit: True too once stderr took no write for
+        STUCK_STDERR_SECONDS, as they can't be."""
+        if self.written == self.queued:
             return True
         now = time.monotonic()
         if self.writes != self.seen_writes:
@@ -742,13 +746,12 @@ class Records:
         The child has no writer thread, the records waiting are the parent's
         to write, and the lock may be held by a thread only the parent has.
         """
-        self.lock = threading.Lock()
-        self.holder = None
-        self.line_lock = threading.RLock()
+        self.lock = threading.RLock()
         self.queue_lock = threading.Lock()
         self.room = threading.Condition(self.queue_lock)
         self.waiting = []
         self.waiting_bytes = 0
+        self.queued = self.written = 0
         self.wake_writer = threading.Event()
         self.hurry = threading.Event()
         self.writer = None
@@ -759,6 +762,17 @@ class Records:
         self.writer = start_thread(self._write_batches, "records")
         return self.writer is not None
 
+    def stop_writer(self):
+        """From now on, write at once, as before serving: at the exit, what would wait for the
+        writer thread could be cut off by ``os._exit``.  The writer thread stays, idle."""
+        self.writer = None
+
+    def hurry_writer(self):
+        """What waits goes out now, not after the gather (pack code flushed ``sys.stderr``)."""
+        if self.writer is not None and self.waiting:
+            self.hurry.set()
+            self.wake_writer.set()
+
     def _write_batches(self):
         while True:
             self.wake_writer.wait()
@@ -766,11 +780,7 @@ class Records:
             self.wake_writer.clear()                # before taking it: a record added later wakes the next round
             self.hurry.clear()
             with self.lock:
-                self.holder = threading.get_ident()
-                try:
-                    self._write_waiting()
-                finally:
-                    self.holder = None
+                self._write_waiting()
             dropped, self.dropped = self.dropped, 0
             if dropped:   # written by this thread, which can't wait for room it alone makes
                 self.write("warn", "%d %s dropped: stderr took no writes for a while"
@@ -778,62 +788,88 @@ class Records:
                            event="records-dropped", fields={"count": dropped}, at_once=True)
 
     def _write_waiting(self):
-        """Write the records waiting for the writer thread; the caller holds the lock.
+        """Write what waits for the writer thread; the caller holds the lock.
 
-        They are taken all at once, which makes room for the threads waiting
-        for it.  Whole records go out in writes of at most PIPE_WRITE bytes:
+        It is taken all at once, which makes room for the threads waiting
+        for it.  Records go out whole, in writes of at most PIPE_WRITE bytes:
         a pipe writes those in one piece, where a longer write to a full pipe
-        goes out in parts, and a line pack code writes to stderr meanwhile
-        would land inside a record.
+        goes out in parts, and what writes to stderr without this service (a
+        child process, C code) would land inside a record.  PackText between
+        them goes out as pack code wrote it.
         """
-        with self.queue_lock:
+        if not self.waiting:   # as before serving: the queue's lock isn't even taken
+            return
+        # For 1 s at most: its own thread may hold it, amid taking a batch, in a signal handler or
+        # a finalizer that writes.  What waits then goes out with the next write.
+        if not self.queue_lock.acquire(True, STUCK_STDERR_SECONDS):
+            return
+        try:
             batch, self.waiting, self.waiting_bytes = self.waiting, [], 0
+            queued = self.queued
             self.room.notify_all()
+        finally:
+            self.queue_lock.release()
+        start = size = 0
+        for end, data in enumerate(batch):
+            if size and (size + len(data) > PIPE_WRITE or type(data) is not type(batch[start])):
+                self._write_entry(b"".join(batch[start:end]), type(batch[start]))
+                start, size = end, 0
+            size += len(data)
         if batch:
-            start = size = 0
-            for end, data in enumerate(batch):
-                if size + len(data) > PIPE_WRITE and size:
-                    self._write_all(b"".join(batch[start:end]))
-                    start, size = end, 0
-                size += len(data)
-            self._write_all(b"".join(batch[start:]))
+            self._write_entry(b"".join(batch[start:]), type(batch[start]))
+        self.written = max(self.written, queued)   # a write amid this one (a signal handler's) took a later batch
+
+    def _write_entry(self, data, kind):
+        """Write records (``kind`` bytes) or pack code's text (PackText); the caller holds the lock."""
+        if kind is PackText:
+            self._write_pack_text(data)
+        else:
+            self._write_all(data)
 
     def _write_all(self, data):
-        """Write ``data`` whole.  Longer than a pipe takes at once, it may go out in parts: it holds
-        ``line_lock``, which pack code's short lines take too, so that none lands between them.
+        """Write a record (or records) whole, on a line of its own."""
+        if self.mid_line:   # pack code stopped mid-line: the record begins a line of its own
+            self.mid_line, self.ended_pack_line = False, True
+            data = b"\n" + data
+        self._write_to(self.fd, data)
 
-        It waits for that lock STUCK_STDERR_SECONDS at most: the thread holding it may wait for
-        the records' lock itself (a signal handler that logs, run amid its short line), which
-        the caller may hold.  The record then goes out as it can.
-        """
-        guarded = len(data) > PIPE_WRITE and self.line_lock.acquire(True, STUCK_STDERR_SECONDS)
+    def _write_pack_text(self, data):
+        """Write what pack code wrote to ``sys.stderr`` to descriptor 2, minding the line it leaves."""
+        if self.ended_pack_line:   # the line is ended already: print()'s own newline would leave an empty one
+            self.ended_pack_line = False
+            data = data[1:] if data.startswith(b"\n") else data
+        if data:
+            # Unfinished while it goes out: a record a signal handler writes amid it begins a line.
+            self.mid_line = True
+            self._write_to(2, data)
+            self.mid_line = not data.endswith(b"\n")
+
+    def _write_to(self, fd, data):
         view = memoryview(data)
         try:
-            if self.mid_line:   # pack code stopped mid-line: the record begins a line of its own
-                self.mid_line, self.ended_pack_line = False, True
-                os.write(self.fd, b"\n")
             while view:
-                view = view[os.write(self.fd, view):]
-                self.writes += 1
+                view = view[os.write(fd, view):]
+                self.writes += 1   # stderr takes writes: what waits for room isn't dropped
                 self.stuck = False
         except OSError:
             pass  # stderr gone: nothing better to do than keep serving
-        finally:
-            if guarded:
-                self.line_lock.release()
+
+
+class PackText(bytes):
+    """What pack code wrote to ``sys.stderr``, waiting among the records: it goes to descriptor 2,
+    as written, where a record goes whole on a line of its own to the records' descriptor."""
 
 
 class PackStderr(io.RawIOBase):
-    """Descriptor 2 as pack code's ``sys.stderr`` writes to it, a long write holding the records' lock.
+    """Descriptor 2 as pack code's ``sys.stderr`` writes to it: through the records' writer.
 
-    A line longer than a pipe takes at once goes out in parts, and a record
-    written between them landed inside the line, where a log collector lost
-    it.  Holding the lock keeps the records out of such a write; ``mid_line``
-    tells them that a line is not finished (``print`` of a long line writes
-    its newline apart), so they begin a line of their own, and
-    ``ended_pack_line`` tells this write that they did: the newline that
-    follows is then dropped, not left as an empty line.  Whole lines that fit
-    in one pipe write need none of this, and don't contend with the records.
+    Once serving, what pack code writes waits among the records, as PackText,
+    and the writer thread writes both: a line longer than a pipe takes at once
+    goes out in parts, and a record written by another thread between them
+    landed inside it, where a log collector lost it.  Before serving, after
+    the writer stops and in a forked child it is written at once, under the
+    records' lock.  A stderr nobody reads holds up pack code no more than it
+    holds up records: what can't be written is dropped, and counted.
     """
 
     name = "<stderr>"
@@ -853,37 +889,13 @@ class PackStderr(io.RawIOBase):
         return os.isatty(2)
 
     def write(self, data):
-        records = self.records
-        data = memoryview(data).tobytes()   # bytes-like only: bytes(n) of an int n would be n zero bytes
-        size = len(data)
-        # Whole lines a pipe never splits: at once, unless they end a line left unfinished, which
-        # the records must hear of (they would begin with a newline of their own: an empty line).
-        # They take ``line_lock`` only, which a record holds just while it is longer than a pipe takes.
-        if size <= PIPE_WRITE and data.endswith(b"\n") and not (records.mid_line or records.ended_pack_line):
-            with records.line_lock:
-                os.write(2, data)
-            return size
-        me = threading.get_ident()
-        # A finalizer or a signal handler run on the thread that holds the lock writes at once:
-        # the lock isn't taken again, which would wait for ever.
-        held = records.holder != me and records.lock.acquire()
-        if held:
-            records.holder, records.pack_writing = me, True
-        try:
-            if records.ended_pack_line:   # the line is ended already: print()'s own newline would leave an empty one
-                records.ended_pack_line = False
-                data = data[1:] if data.startswith(b"\n") else data
-            view = memoryview(data)
-            while view:
-                view = view[os.write(2, view):]
-                records.writes += 1   # stderr takes writes: records waiting for room aren't dropped
-            if data:
-                records.mid_line = not data.endswith(b"\n")
-        finally:
-            if held:
-                records.holder, records.pack_writing = None, False
-                records.lock.release()
-        return size
+        text = PackText(memoryview(data))   # bytes-like only: bytes(n) of an int n would be n zero bytes
+        self.records._emit(text)
+        return len(text)
+
+    def flush(self):
+        super().flush()
+        self.records.hurry_writer()
 
 
 def pack_stderr(records):
@@ -4414,6 +4426,8 @@ class Lifecycle:
         saying_draining = self.service.saying_draining if self.service is not None else None
         if saying_draining is not None:      # `draining` comes before `stopped`, even on a busy machine
             saying_draining.join(1.0)
+        if self.records is not None:   # the exit handlers' output and the last words are written at once
+            self.records.stop_writer()
         if self.service is not None and self.exit_handlers_once.acquire(False):   # a second signal skips them
             # The loop theirs to run, as at a normal exit; for a tenth of their time at most, so that
             # a coroutine holding the loop leaves the rest (a tracer's flush) its time.

@@ -1036,7 +1036,8 @@ def test_records_that_cant_be_written_count_as_written_out_once_stderr_took_noth
     monkeypatch.setattr(kpm, "STUCK_STDERR_SECONDS", 0.2)
     records = kpm.Records(2)
     assert records.written_out()
-    records.waiting.append(b"{}\n")
+    records.writer = object()   # as if serving: the record waits for the writer thread (not started here)
+    records.write("info", "waits")
     assert not records.written_out()
     time.sleep(0.1)
     records.writes += 1   # stderr took a write: it is slow, not stuck
@@ -1050,11 +1051,65 @@ def test_records_that_cant_be_written_count_as_written_out_once_stderr_took_noth
 def test_last_words_go_on_a_line_of_their_own_when_stderr_is_stuck_mid_record(pipe_records):
     make, lines = pipe_records
     records = make()
-    with records.lock:   # a write stuck mid-record holds it
-        os.write(records.fd, b'{"half a record')
-        records.write("info", "Stopped", event="stopped", always=True, lock_timeout=0.05)
+    stuck, done = threading.Event(), threading.Event()
+
+    def write_half_a_record():   # another thread: the lock is one its own thread may take again
+        with records.lock:   # a write stuck mid-record holds it
+            os.write(records.fd, b'{"half a record')
+            stuck.set()
+            done.wait(10)
+
+    holder = threading.Thread(target=write_half_a_record)
+    holder.start()
+    assert stuck.wait(10)
+    records.write("info", "Stopped", event="stopped", always=True, lock_timeout=0.05)
+    done.set()
+    holder.join(10)
     half, stopped = lines(records)
     assert half == '{"half a record' and json.loads(stopped)["event"] == "stopped"
+
+
+WRITES_FROM_A_SIGNAL_HANDLER_AMID_WRITES = r"""
+import os, signal, sys, threading, time
+sys.path.insert(0, sys.argv[1])
+import kindgi_pack_min as kpm
+
+read_end, write_end = os.pipe()
+os.dup2(write_end, 2)   # pack code's sys.stderr writes to descriptor 2
+records = kpm.Records(write_end)
+kpm.pack_stderr(records)
+log = kpm.PackLogger(records)
+done = False
+threading.Thread(target=lambda: [None for _ in iter(lambda: os.read(read_end, 65536), b"")], daemon=True).start()
+
+def tick(signum, frame):
+    sys.stderr.write("h" * 9000 + "\n")
+    log.info("tick from the handler", blob="t" * 9000)
+    if not done:
+        signal.setitimer(signal.ITIMER_REAL, 0.003)   # once the handler is done: handlers never nest
+
+signal.signal(signal.SIGALRM, tick)
+signal.setitimer(signal.ITIMER_REAL, 0.003)
+end = time.monotonic() + 1.5
+while time.monotonic() < end:
+    sys.stderr.write("w" * 9000 + "\n")
+    log.info("a record")
+done = True
+signal.setitimer(signal.ITIMER_REAL, 0)
+print("done")
+"""
+
+
+def test_a_signal_handler_that_writes_amid_a_write_to_stderr_does_not_hang():
+    """Under the service's interpreter, as at the boot: a handler run every 3 ms writes a long line
+    to sys.stderr and logs, amid the main thread's own.  Run just after the records' lock was
+    taken, before it was marked as that thread's, it waited for that lock for ever."""
+    try:
+        done = subprocess.run([os.environ.get("KINDGI_TEST_PYTHON") or sys.executable, "-c",
+                               WRITES_FROM_A_SIGNAL_HANDLER_AMID_WRITES, ROOT], stdout=subprocess.PIPE, timeout=20)
+    except subprocess.TimeoutExpired:
+        pytest.fail("the writes hung")
+    assert done.stdout == b"done\n"
 
 
 def test_a_record_its_own_thread_cant_queue_is_dropped_and_counted():
@@ -1298,6 +1353,9 @@ def test_the_drains_end_and_a_second_signal_say_stopped_once(monkeypatch):
         def write(self, level, message, event=None, **kw):
             time.sleep(0.2)
             self.stopped.append(event)
+
+        def stop_writer(self):
+            pass
 
     exits = []
     monkeypatch.setattr(kpm.os, "_exit", exits.append)
