@@ -86,6 +86,9 @@ code's own subprocess call.
     Records.queue_lock         the records and pack code's text waiting for the writer thread, their
                                bytes, and the count of records queued; taken for 1 s at most (its own
                                thread may hold it, in a finalizer or a signal handler)
+    Records.wake               (a Condition on Records.queue_lock) what waits, and ``hurried``: the
+                               writer thread waits on it for something to write, then for a batch
+                               to gather unless hurried (a long record, room wanted, a flush)
     Records.room               (a Condition on Records.queue_lock) room among them: the thread
                                making a record waits on it while MAX_WAITING_RECORDS or
                                MAX_WAITING_BYTES wait; the writer notifies it as it takes them
@@ -565,12 +568,12 @@ class Records:
         self.lock = threading.RLock()
         self.queue_lock = threading.Lock()             # held to add to ``waiting`` or take it
         self.room = threading.Condition(self.queue_lock)   # notified once the waiting records are taken
+        self.wake = threading.Condition(self.queue_lock)   # notified for the writer thread to take them
+        self.hurried = False           # a long record waits, room is wanted, or pack code flushed: no gathering
         self.waiting = []              # encoded records and PackText for the writer thread, in order
         self.waiting_bytes = 0         # their length in all
         self.queued = 0                # records (not PackText) queued so far, and written so far: the
         self.written = 0               # drain waits for the records, not for pack code's endless chatter
-        self.wake_writer = threading.Event()   # records wait
-        self.hurry = threading.Event()         # a long record waits: no gathering
         self.writer = None             # the writer thread, once start_writer() has run
         self.stuck = False             # a record waited STUCK_STDERR_SECONDS in vain: drop the next at once
         self.dropped = 0               # records dropped so, for the writer thread to report
@@ -698,12 +701,13 @@ class Records:
             self.waiting_bytes += size
             if type(data) is not PackText:
                 self.queued += 1
+            if size > LONG_RECORD:
+                self.hurried = True
+                self.wake.notify()
+            elif len(self.waiting) == 1:   # the writer thread may be idle
+                self.wake.notify()
         finally:
             self.queue_lock.release()
-        if size > LONG_RECORD:
-            self.hurry.set()
-        if not self.wake_writer.is_set():
-            self.wake_writer.set()
 
     def _has_room(self, size):
         """Whether a record of ``size`` bytes may join those waiting; the caller holds the queue's lock."""
@@ -716,7 +720,8 @@ class Records:
         STUCK_STDERR_SECONDS (at once while it is found stuck).  The caller holds the queue's lock."""
         if self.stuck:
             return False
-        self.hurry.set()   # no gathering: the writer thread makes room as it takes those waiting
+        self.hurried = True   # no gathering: the writer thread makes room as it takes those waiting
+        self.wake.notify()
         writes = self.writes
         deadline = time.monotonic() + STUCK_STDERR_SECONDS
         while not self._has_room(size):
@@ -749,11 +754,10 @@ class Records:
         self.lock = threading.RLock()
         self.queue_lock = threading.Lock()
         self.room = threading.Condition(self.queue_lock)
+        self.wake = threading.Condition(self.queue_lock)
         self.waiting = []
         self.waiting_bytes = 0
         self.queued = self.written = 0
-        self.wake_writer = threading.Event()
-        self.hurry = threading.Event()
         self.writer = None
 
     def start_writer(self):
@@ -768,17 +772,25 @@ class Records:
         self.writer = None
 
     def hurry_writer(self):
-        """What waits goes out now, not after the gather (pack code flushed ``sys.stderr``)."""
-        if self.writer is not None and self.waiting:
-            self.hurry.set()
-            self.wake_writer.set()
+        """What waits goes out now, not after the gather (pack code flushed ``sys.stderr``).  Never
+        waits: when the queue's lock is busy, it goes out after the gather, as it would anyway."""
+        if self.writer is not None and self.waiting and self.queue_lock.acquire(False):
+            try:
+                self.hurried = True
+                self.wake.notify()
+            finally:
+                self.queue_lock.release()
 
     def _write_batches(self):
+        # The wake-ups are Conditions on the queue's lock, which is taken for 1 s at most: an Event's
+        # set() takes a lock of its own, which a signal handler amid it, setting it again, waited for ever.
         while True:
-            self.wake_writer.wait()
-            self.hurry.wait(RECORD_BATCH_SECONDS)   # let a batch gather, unless a long record waits
-            self.wake_writer.clear()                # before taking it: a record added later wakes the next round
-            self.hurry.clear()
+            with self.queue_lock:
+                while not self.waiting:
+                    self.wake.wait()
+                if not self.hurried:
+                    self.wake.wait(RECORD_BATCH_SECONDS)   # let a batch gather, unless hurried
+                self.hurried = False
             with self.lock:
                 self._write_waiting()
             dropped, self.dropped = self.dropped, 0

@@ -1013,10 +1013,21 @@ def test_in_message_names_only_the_fields_the_record_has_but_never_err(pipe_reco
 def test_a_long_record_wakes_the_writer_at_once_and_a_short_one_lets_a_batch_gather():
     records = kpm.Records(2)
     records.writer = object()   # as if serving: records wait for the writer thread (not started here)
+    idle, woken = threading.Event(), []
+
+    def wait_as_the_idle_writer_does():
+        with records.queue_lock:
+            idle.set()   # the lock is let go only inside the wait: the record below comes after it
+            woken.append(records.wake.wait(10))
+
+    thread = threading.Thread(target=wait_as_the_idle_writer_does)
+    thread.start()
+    assert idle.wait(10)
     records.write("info", "short")
-    assert records.wake_writer.is_set() and not records.hurry.is_set()
+    thread.join(10)
+    assert woken == [True] and not records.hurried
     records.write("info", "x" * kpm.LONG_RECORD)
-    assert records.hurry.is_set() and len(records.waiting) == 2
+    assert records.hurried and len(records.waiting) == 2
 
 
 def test_a_write_that_goes_through_ends_the_stuck_state(pipe_records):
@@ -1079,6 +1090,8 @@ os.dup2(write_end, 2)   # pack code's sys.stderr writes to descriptor 2
 records = kpm.Records(write_end)
 kpm.pack_stderr(records)
 log = kpm.PackLogger(records)
+if sys.argv[2] == "serving":   # the writes wait for the writer thread
+    assert records.start_writer()
 done = False
 threading.Thread(target=lambda: [None for _ in iter(lambda: os.read(read_end, 65536), b"")], daemon=True).start()
 
@@ -1100,13 +1113,16 @@ print("done")
 """
 
 
-def test_a_signal_handler_that_writes_amid_a_write_to_stderr_does_not_hang():
-    """Under the service's interpreter, as at the boot: a handler run every 3 ms writes a long line
-    to sys.stderr and logs, amid the main thread's own.  Run just after the records' lock was
-    taken, before it was marked as that thread's, it waited for that lock for ever."""
+@pytest.mark.parametrize("when", ["boot", "serving"])
+def test_a_signal_handler_that_writes_amid_a_write_to_stderr_does_not_hang(when):
+    """Under the service's interpreter: a handler run every 3 ms writes a long line to sys.stderr
+    and logs, amid the main thread's own.  At the boot, run just after the records' lock was taken,
+    before it was marked as that thread's, it waited for that lock for ever; serving, run amid an
+    Event's set() that woke the writer thread, it waited for ever for the Event's own lock."""
     try:
         done = subprocess.run([os.environ.get("KINDGI_TEST_PYTHON") or sys.executable, "-c",
-                               WRITES_FROM_A_SIGNAL_HANDLER_AMID_WRITES, ROOT], stdout=subprocess.PIPE, timeout=20)
+                               WRITES_FROM_A_SIGNAL_HANDLER_AMID_WRITES, ROOT, when], stdout=subprocess.PIPE,
+                              timeout=30)
     except subprocess.TimeoutExpired:
         pytest.fail("the writes hung")
     assert done.stdout == b"done\n"
