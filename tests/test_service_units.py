@@ -1030,6 +1030,17 @@ def test_a_long_record_wakes_the_writer_at_once_and_a_short_one_lets_a_batch_gat
     assert records.hurried and len(records.waiting) == 2
 
 
+def test_pack_codes_flush_of_stderr_hurries_the_writer_thread():
+    """Its text goes out now, not after the records' gather (a progress line that shows at once)."""
+    records = kpm.Records(2)
+    records.writer = object()   # as if serving: what pack code writes waits for the writer thread (not started)
+    stream = kpm.PackStderr(records, None)
+    stream.write(b"working...")
+    assert not records.hurried and records.waiting == [b"working..."]
+    stream.flush()
+    assert records.hurried
+
+
 def test_a_write_that_goes_through_ends_the_stuck_state(pipe_records):
     """Found stuck, the next record is dropped at once; once stderr takes a write again, records wait
     for room again instead."""
