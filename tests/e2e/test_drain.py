@@ -41,7 +41,7 @@ SHORT_DRAIN = {"KINDGI_PACK_MIN_TEST": "drain=1"}   # for the tests that wait fo
 F_GETPIPE_SZ = 1032    # fcntl.F_GETPIPE_SZ, named only from Python 3.10 on
 
 PACK_CODE = '''
-import os, time
+import os, sys, time
 from kindgi import tool
 
 @tool(description="A test tool.", input={"type": "object"}, output={}, id="hold", version="1.0.0")
@@ -65,6 +65,13 @@ def chatty(input, ctx):
     for n in range(input["records"]):
         ctx.log.info("chat", n=n)
     return {"logged": input["records"]}
+
+@tool(description="A test tool.", input={"type": "object"}, output={}, id="stderr-flood", version="1.0.0")
+def stderr_flood(input, ctx):
+    """Writes lines of 10 KB to sys.stderr, as a chatty library would."""
+    for n in range(input["lines"]):
+        sys.stderr.write("flood %d %s\\n" % (n, "x" * 10000))
+    return {"written": input["lines"]}
 
 @tool(description="A test tool.", input={"type": "object"}, output={}, id="stuck", version="1.0.0")
 def stuck(input, ctx):
@@ -102,6 +109,7 @@ def pack_index(tmp_path_factory):
     pack.tool("stuck-callback-raises", "tools/code.py", version="1.0.0")
     pack.tool("loud", "tools/code.py", version="1.0.0")
     pack.tool("chatty", "tools/code.py", version="1.0.0")
+    pack.tool("stderr-flood", "tools/code.py", version="1.0.0")
     return pack.write()
 
 
@@ -772,6 +780,22 @@ def test_a_stuck_stderr_holds_up_no_call_that_logs_a_long_record(pack_index):
         conn.request("GET", "/healthz")
         assert conn.getresponse().status == 200
         conn.close()
+        dropped = service.read_until_dropped(20)
+        assert dropped is not None and dropped["count"] > 0 and dropped["level"] == "warn"
+    finally:
+        service.close()
+
+
+def test_pack_code_writing_to_a_stuck_stderr_is_held_up_no_more_than_the_records(pack_index):
+    """Nobody reads stderr: pack code's own lines to sys.stderr held its call in write(2) for as
+    long, as a plain stream does, and its caller got no answer.  They now wait as records do, for
+    a stuck stderr 1 s at most, then are dropped, and counted once stderr is read again."""
+    service = UnreadService(pack_index)
+    try:
+        service.read_until_listening()
+        began = time.monotonic()
+        assert service.output_of("stderr-flood", {"lines": 1000}, timeout=10) == {"written": 1000}   # 10 MB
+        assert time.monotonic() - began < 8
         dropped = service.read_until_dropped(20)
         assert dropped is not None and dropped["count"] > 0 and dropped["level"] == "warn"
     finally:
