@@ -680,6 +680,36 @@ def test_a_short_line_pack_code_writes_never_lands_inside_a_long_record(launcher
     assert [r["blob"] for r in own.records if "blob" in r] == ["b" * 30000] * 40
 
 
+LAST_WORDS_ON_STDERR = '''
+import atexit, sys
+from kindgi import tool
+
+def last_words():
+    sys.stderr.write("the exit handler's line\\n")
+    sys.stderr.write("its last words, unfinished")   # no newline: they wait in sys.stderr's buffer
+
+atexit.register(last_words)
+
+@tool(description="A test tool.", input={"type": "object"}, output={}, id="echo", version="1.0.0")
+def echo(input):
+    return input
+'''
+
+
+def test_what_pack_codes_exit_handlers_write_to_stderr_is_written_before_the_exit(launcher, pack):
+    """Its lines go out at once at the exit, not to the writer thread, where ``os._exit`` would cut
+    them off; the unfinished text left in sys.stderr's buffer comes after ``stopped``."""
+    pack.module("tools/t.py", LAST_WORDS_ON_STDERR)
+    pack.tool("echo", "tools/t.py", version="1.0.0")
+    own = launcher.start(pack.write())
+    assert own.call_tool("echo", {}).status == 200
+    own.signal(signal.SIGTERM)
+    assert own.wait_exit(10) == 0
+    assert own.raw_stderr[-3] == "the exit handler's line", own.raw_stderr[-3:]
+    assert own.raw_stderr[-2].startswith('{"time"') and '"kind":"stopped"' in own.raw_stderr[-2]
+    assert own.raw_stderr[-1] == "its last words, unfinished"
+
+
 WRITES_A_NUMBER = '''
 import sys
 from kindgi import tool
