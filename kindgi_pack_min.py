@@ -576,7 +576,7 @@ class Records:
         self.written = 0               # drain waits for the records, not for pack code's endless chatter
         self.writer = None             # the writer thread, once start_writer() has run
         self.stuck = False             # a record waited STUCK_STDERR_SECONDS in vain: drop the next at once
-        self.dropped = 0               # records dropped so, for the writer thread to report
+        self.dropped = 0               # records (and pack code's writes) dropped so, for the writer thread to report
         self.writes = 0                # write(2)s that went through: stderr is slow, not stuck, while it grows
         self.seen_writes = None        # ``writes`` when written_out() last saw it change, and when
         self.seen_at = 0.0
@@ -677,7 +677,8 @@ class Records:
             self.lock.release()
 
     def _queue(self, data, lock_timeout):
-        """Add the record to those waiting, once there is room: MAX_WAITING_RECORDS, MAX_WAITING_BYTES.
+        """Add the record (or PackText) to what waits, once there is room: MAX_WAITING_RECORDS,
+        MAX_WAITING_BYTES.
 
         The thread making it waits for room as long as stderr takes writes
         (a log collector that reads slowly loses no record); once it took none
