@@ -115,12 +115,12 @@ never cleared), ``saying_draining`` (set once, to a thread already started),
 handler's phase and its deadline (the sweep sees the next value within half a
 second), a handler's ``trusted`` (set once, while its phase is ``busy``, which
 no connection shut to make room is in), ``PackService.answering`` (a set: one
-``add`` or ``discard`` is atomic),
-``Records.queued`` and ``Records.written`` in ``written_out`` (a stale count is
-read again 25 ms later), ``Records.waiting`` in ``_write_waiting`` and
-``hurry_writer`` (whether anything waits: one added just then goes out with
-the next batch), ``Records.dropped`` (records dropped while stderr takes no writes: a count one
-short is harmless), ``Records.stuck`` as ``_write_to`` clears it (one record
+``add`` or ``discard`` is atomic), ``Records.queued`` and ``Records.written`` in
+``written_out`` (a stale count is read again 25 ms later), ``Records.waiting``
+in ``_write_waiting`` and ``hurry_writer`` (whether anything waits: one added
+just then goes out with the next batch), ``Records.dropped`` (records dropped
+while stderr takes no writes: a count one short is harmless),
+``Records.stuck`` as ``_write_to`` clears it (one record
 more dropped at once as stderr comes back is harmless), ``Records.writes`` (a
 waiter sees the count change a round later at worst),
 ``PackService.loop_stopped`` in the loop's thread (set once, before the
