@@ -548,11 +548,12 @@ class Records:
     holds up no call (see ``_emit``).
 
     What pack code writes to ``sys.stderr`` (PackStderr) takes the same
-    path, as PackText, in order with the records: one writer, so neither
-    lands inside the other, and only the writer keeps track of the line.  A
-    record after a line pack code left unfinished begins a line of its own
-    (``mid_line``); the newline pack code writes next is then dropped
-    (``ended_pack_line``), not left as an empty line.
+    path, as PackText, in order with the records: whoever writes (the writer
+    thread, or the thread at hand before serving and at the exit) writes
+    both, under ``lock``, so neither lands inside the other, and keeps track
+    of the line there.  A record after a line pack code left unfinished
+    begins a line of its own (``mid_line``); the newline pack code writes
+    next is then dropped (``ended_pack_line``), not left as an empty line.
     """
 
     def __init__(self, fd=2, level="info", levels=None, pretty=False):
