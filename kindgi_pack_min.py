@@ -4143,14 +4143,15 @@ class PackHTTPServer(ThreadingHTTPServer):
         """Serve the connection on a thread of its own, or refuse it at once.
 
         Under the cap it is served fully.  At the cap, a connection that
-        never showed the token and waits between requests makes room for it:
-        else a caller without the token, asking every few seconds, could hold
-        every slot and keep the runtime out.  When none can, it may only ask
-        the probes: a few connections are kept for that, and when those are
-        taken too, the one that has waited longest for its request makes
-        room (a probe asks as soon as it connects, a flood's connection
-        doesn't), or one that only lingers after its answer.  Only when none
-        can make room is the answer a 503 at once.
+        never showed the token and waits on its caller makes room for it:
+        else a caller without the token, asking every few seconds (or reading
+        its answers slowly), could hold every slot and keep the runtime out.
+        When none can, it may only ask the probes: a few connections are kept
+        for that, and when those are taken too, the one that has waited
+        longest for its request makes room (a probe asks as soon as it
+        connects, a flood's connection doesn't), or one that only lingers
+        after its answer.  Only when none can make room is the answer a 503
+        at once.
         """
         self.last_accepted = time.monotonic()
         with self.count_lock:
@@ -4181,7 +4182,7 @@ class PackHTTPServer(ThreadingHTTPServer):
             pass
 
     def make_room_for_a_connection(self):
-        """Shut a connection under the cap that never showed the token and waits between requests,
+        """Shut a connection under the cap that never showed the token and waits on its caller,
         and count it out now: its thread, ending, counts nothing.  The caller holds ``count_lock``.
         True when there was one."""
         shut = self.shut_the_longest_waiting(probes_only=False)
@@ -4192,27 +4193,28 @@ class PackHTTPServer(ThreadingHTTPServer):
         return True
 
     def make_room_for_a_probe(self):
-        """Shut a probes-only connection waiting for its request or lingering after its answer (it
-        counts itself out as its thread ends); the caller holds ``count_lock``.  True when there was one."""
+        """Shut a probes-only connection waiting for its request, for its answer to be taken, or
+        lingering after it (it counts itself out as its thread ends); the caller holds
+        ``count_lock``.  True when there was one."""
         return self.shut_the_longest_waiting(probes_only=True) is not None
 
     def shut_the_longest_waiting(self, probes_only):
-        """Of the connections that never showed the token and wait between requests (for a head,
-        in one, or lingering after an answer), shut the one accepted first; return it, or None.
+        """Of the connections that never showed the token and wait on their caller (for a head, in
+        one, for an answer to be taken, or lingering after it), shut the one accepted first; return
+        it, or None.
 
-        A connection that showed the token once is never shut so, nor one
-        reading a body, running a call or writing an answer.
+        An answer waits too: a caller that pipelines requests and reads their
+        answers a little at a time keeps its connection writing, one answer
+        after another, for as long as it likes.  A connection that showed the
+        token once is never shut so, nor one reading a body or running a call.
         """
         waiting = [h for h in list(self.handlers) if h.probes_only == probes_only and not h.trusted
-                   and not h.evicted and h.phase in ("idle", "head", "linger")]
+                   and not h.evicted and h.phase in ("idle", "head", "write", "linger")]
         if not waiting:
             return None
         oldest = min(waiting, key=lambda handler: handler.accepted_at)
         oldest.evicted = True
-        try:
-            oldest.connection.shutdown(socket.SHUT_RDWR)
-        except OSError:
-            pass
+        self.shut(oldest)
         return oldest
 
     def count_eviction(self):
@@ -4267,19 +4269,22 @@ class PackHTTPServer(ThreadingHTTPServer):
                                            "using Python's" % exc, event="socket-timeouts")
 
     def sweep_connections(self, now):
-        """Shut connections that overstayed a head, a body or an answer.
-
-        An answer is dropped with what the kernel still buffers of it (a
-        reset, not a close): a reader too slow for it must not keep it.
-        """
+        """Shut connections that overstayed a head, a body or an answer (``shut``)."""
         for handler in list(self.handlers):
             if handler.phase not in ("idle", "busy") and now > handler.phase_deadline:
-                try:
-                    if handler.phase == "write":
-                        handler.connection.setsockopt(socket.SOL_SOCKET, socket.SO_LINGER, RESET_ON_CLOSE)
-                    handler.connection.shutdown(socket.SHUT_RDWR)
-                except OSError:
-                    pass
+                self.shut(handler)
+
+    @staticmethod
+    def shut(handler):
+        """Shut a connection's socket; its thread sees the end at its next read or write.  One
+        writing an answer is reset as it closes, and what the kernel still buffers of the answer
+        dropped: a reader too slow for it must not keep it."""
+        try:
+            if handler.phase == "write":
+                handler.connection.setsockopt(socket.SOL_SOCKET, socket.SO_LINGER, RESET_ON_CLOSE)
+            handler.connection.shutdown(socket.SHUT_RDWR)
+        except OSError:
+            pass
 
     def date(self):
         """The ``date`` header's value (RFC 9110 section 6.6.1), made once a second."""

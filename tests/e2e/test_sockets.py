@@ -539,6 +539,70 @@ def test_the_cap_is_whole_after_connections_were_shut_to_make_room(launcher, tmp
     assert [r["count"] for r in svc.records_of("connections-evicted")] == [1]
 
 
+def keep_writing(port, stop, held):
+    """A connection without the token, kept writing answers until ``stop`` is set: thousands of
+    requests pipelined, their answers read a little at a time (a small window and a small segment
+    size keep the service's send buffer small), more requests sent as they are.  How long it
+    stayed open is appended to ``held``."""
+    sock = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
+    sock.setsockopt(socket.SOL_SOCKET, socket.SO_RCVBUF, 2048)
+    sock.setsockopt(socket.IPPROTO_TCP, socket.TCP_MAXSEG, 536)
+    sock.connect(("127.0.0.1", port))
+    opened = time.monotonic()
+    sock.sendall(WRONG_TOKEN * 5000)
+    sock.setblocking(False)
+    try:
+        while not stop.wait(0.5):
+            try:
+                if sock.recv(16384) + sock.recv(16384) == b"":
+                    return
+            except BlockingIOError:
+                pass
+            try:
+                sock.send(WRONG_TOKEN * 40)
+            except BlockingIOError:
+                pass
+    except OSError:
+        pass
+    finally:
+        held.append(time.monotonic() - opened)
+        sock.close()
+
+
+def test_callers_without_the_token_cannot_hold_the_connection_slots_by_reading_slowly(launcher, tmp_path):
+    """At a cap of 4, a caller without the token holds every slot writing answers: it pipelines
+    requests and reads their answers slowly, so each write makes a little progress in time (past
+    the 3 s silence limit of a connection that never showed the token here; past the write limit
+    too, each answer having a limit of its own).  A caller with the token is still served: the
+    oldest of those connections is shut to make room.  Once all are closed, the cap is whole."""
+    svc = launcher.start(write_pack(tmp_path / "pack"), env={"KINDGI_PACK_MIN_TEST": "connections=4,gc=off"})
+    warm_up(svc)
+    svc.idle_fds = settled(open_fds, svc)
+    stop = threading.Event()
+    held = []
+    pool = [threading.Thread(target=keep_writing, args=(svc.port, stop, held), daemon=True) for _ in range(4)]
+    for thread in pool:
+        thread.start()
+    try:
+        time.sleep(4)
+        answers = [svc.call_tool("echo", {"a": i}, timeout=5) for i in range(3)]
+    finally:
+        stop.set()
+        for thread in pool:
+            thread.join(10)
+    assert [(a.status, a.json.get("output")) for a in answers] == [(200, {"a": i}) for i in range(3)], answers
+    assert min(held) > 3.5, held   # past the silence limit, until the caller with the token came
+    assert svc.wait_record("connections-evicted", 5)["count"] >= 1
+    assert back_to_idle(svc, 5) == svc.idle_fds
+    full = []
+    try:
+        full = [connect_and_ask(svc, invoke()) for _ in range(5)]
+        assert [status for _, status in full] == [200] * 4 + [503]
+    finally:
+        for sock, _ in full:
+            sock.close()
+
+
 def test_out_of_file_descriptors_backs_off_and_recovers(launcher, tmp_path):
     """64 open files at most, 50 of them held by pack code: accept() fails with EMFILE below the cap."""
     def few_files():
