@@ -2785,7 +2785,9 @@ class PackRequestHandler(BaseHTTPRequestHandler):
                 self.wfile.write(piece)
         except OSError:
             self.close_connection = True
-        self.phase = "busy"
+        # The answer is out: the connection waits on its caller again.  Not "busy": one that never
+        # showed the token must be shut to make room from the moment its caller has the answer.
+        self.phase = "idle"
 
     def answer_invoke(self, answer, started, status=200, close=False):
         """An invoke's answer: a 200 message with the duration and artifact headers, a 503 (with
