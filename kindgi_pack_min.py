@@ -859,14 +859,28 @@ class Records:
             self.mid_line = not data.endswith(b"\n")
 
     def _write_to(self, fd, data):
+        """Write ``data`` whole.  A stderr left non-blocking (by the parent, whose pipe this
+        process shares) is waited on as a blocking one would be: a full pipe (EAGAIN) cut the
+        record in the middle, and lost the rest."""
         view = memoryview(data)
         try:
             while view:
-                view = view[os.write(fd, view):]
+                try:
+                    view = view[os.write(fd, view):]
+                except BlockingIOError:
+                    wait_writable(fd)
+                    continue
                 self.writes += 1   # stderr takes writes: what waits for room isn't dropped
                 self.stuck = False
         except OSError:
             pass  # stderr gone: nothing better to do than keep serving
+
+
+def wait_writable(fd):
+    """Wait until ``fd`` takes a write, for as long as a write to a blocking one would."""
+    poller = select.poll()   # not select.select: it refuses a descriptor over 1023
+    poller.register(fd, select.POLLOUT)
+    poller.poll()
 
 
 class PackText(bytes):
