@@ -82,7 +82,8 @@ code's own subprocess call.
     lock                       guards
     Records.lock               (an RLock: a signal handler or a finalizer amid a write may write too)
                                stderr: every write of records and of pack code's ``sys.stderr``
-                               (PackStderr), the batch being written, ``mid_line`` and ``ended_pack_line``
+                               (PackStderr), the batch being written, ``mid_line`` and ``ended_pack_line``;
+                               kept by the last words from ``stopped`` to the exit
     Records.queue_lock         the records and pack code's text waiting for the writer thread, their
                                bytes, and the count of records queued; taken for 1 s at most (its own
                                thread may hold it, in a finalizer or a signal handler)
@@ -4494,9 +4495,14 @@ class Lifecycle:
             runner.join(seconds)
 
     def _last_words(self):
-        if self.records is not None:
-            self.records.write("info", "Stopped before the check finished" if self.checking else "Stopped",
-                               event="stopped", always=True, lock_timeout=0.5)
+        records = self.records
+        if records is not None:
+            # The records' lock is taken for good (0.5 s at most: stderr may be stuck mid-record), so
+            # that `stopped` is the last line, but for what pack code left in sys.stderr's buffer:
+            # pack code's threads write at once now, and their lines came after it.
+            records.lock.acquire(timeout=0.5)
+            records.write("info", "Stopped before the check finished" if self.checking else "Stopped",
+                          event="stopped", always=True, lock_timeout=0)
         flush_output()
 
 

@@ -825,3 +825,36 @@ def test_a_stderr_its_parent_left_non_blocking_gets_every_record_and_line_whole(
     assert own.raw_stderr.count("p" * 1000000) == 3
     assert [r["runId"] for r in own.records_of("call")] == ["long-0", "long-1", "long-2"]
     assert own.records[-1]["kind"] == "stopped" and own.raw_stderr[-1] == json.dumps(own.records[-1], separators=(",", ":"))
+
+
+CHATTERS_ON = '''
+import sys, threading
+from kindgi import tool
+
+def chat(name):
+    number = 0
+    while True:
+        number += 1
+        sys.stderr.write("%s %d\\n" % (name, number))
+
+for name in ("first", "second", "third"):
+    threading.Thread(target=chat, args=(name,), daemon=True).start()
+
+@tool(description="A test tool.", input={"type": "object"}, output={}, id="echo", version="1.0.0")
+def echo(input):
+    return input
+'''
+
+
+def test_stopped_is_the_last_line_though_pack_code_never_stops_writing_to_stderr(launcher, pack):
+    """Once the writer thread stops, pack code's threads write to stderr at once: the lines they
+    wrote between ``stopped`` and the exit came after it."""
+    pack.module("tools/t.py", CHATTERS_ON)
+    pack.tool("echo", "tools/t.py", version="1.0.0")
+    for _ in range(2):
+        own = launcher.start(pack.write())
+        assert own.call_tool("echo", {}).status == 200
+        own.signal(signal.SIGTERM)
+        assert own.wait_exit(10) == 0
+        assert '"kind":"stopped"' in own.raw_stderr[-1], own.raw_stderr[-3:]
+        own.stop()
