@@ -58,8 +58,8 @@ Threads, and what they share:
     watchman         serve()                  deadlines, callers who leave, stalled phases
     deadline         the watchman             answers a call past its deadline (runs its callbacks)
     hang-up          the watchman             settles a call whose caller left (runs its callbacks)
-    records          serve()                  writes every record made once serving (but lifecycle
-                                              records), and pack code's sys.stderr, in batches
+    records          serve()                  writes every record made once serving (but ``listening``
+                                              and ``stopped``), and pack code's sys.stderr, in batches
     lifecycle, drain Lifecycle                signals (their numbers, from C, on a pipe): drain, then exit
     cancelling       the drain's end, or a    fires the cancellations of the calls it gave up on
                      second signal
@@ -82,7 +82,8 @@ code's own subprocess call.
     lock                       guards
     Records.lock               (an RLock: a signal handler or a finalizer amid a write may write too)
                                stderr: every write of records and of pack code's ``sys.stderr``
-                               (PackStderr), the batch being written, ``mid_line`` and ``ended_pack_line``
+                               (PackStderr), the batch being written, ``mid_line`` and ``ended_pack_line``;
+                               kept by the last words from ``stopped`` to the exit
     Records.queue_lock         the records and pack code's text waiting for the writer thread, their
                                bytes, and the count of records queued; taken for 1 s at most (its own
                                thread may hold it, in a finalizer or a signal handler)
@@ -544,8 +545,8 @@ class Records:
     subsystem (``KINDGI_LOG_LEVELS``), else ``KINDGI_LOG_LEVEL``.  ``bound``
     fields (the pack's id and artifact version, once the index is read) go on
     every record that doesn't name them itself.  Once serving, a thread of
-    its own writes them all but lifecycle records: a stderr nobody reads
-    holds up no call (see ``_emit``).
+    its own writes them all but ``listening`` and ``stopped``: a stderr
+    nobody reads holds up no call (see ``_emit``).
 
     What pack code writes to ``sys.stderr`` (PackStderr) takes the same
     path, as PackText, in order with the records: whoever writes (the writer
@@ -607,9 +608,9 @@ class Records:
         return self.rank if nearest is None else self.ranks[nearest]
 
     def write(self, level, message, event=None, subsystem="pack", always=False, fields=None,
-              lock_timeout=-1, at_once=False):
-        """Write one record; ``always`` is for lifecycle records, written at once
-        whatever the level; ``at_once`` is for the writer thread's own.
+              lock_timeout=-1, at_once=None):
+        """Write one record; ``always`` is for lifecycle records, written whatever the level and,
+        unless ``at_once`` is False, at once; ``at_once`` is for the writer thread's own.
 
         With ``lock_timeout``, a lifecycle record that can't have the lock in
         time is written anyway, on a line of its own: the last words of a
@@ -634,7 +635,7 @@ class Records:
         for key, value in self.bound.items():
             if key not in record:
                 record[key] = value
-        self._emit(self._line(record), lock_timeout, at_once=always or at_once)
+        self._emit(self._line(record), lock_timeout, at_once=always if at_once is None else at_once)
 
     def _line(self, record):
         """The record as one line of UTF-8 with its newline."""
@@ -663,9 +664,9 @@ class Records:
         RECORD_BATCH_SECONDS and go out together (a write(2) per call hands
         the interpreter to another thread and back, a fifth of a small call),
         and a stderr nobody reads (a log collector that stopped) can't hold up
-        a call's answer.  Lifecycle records, and everything before serving,
-        after stop_writer() or in a forked child, are written at once, after
-        what waits, so the order holds.
+        a call's answer.  Lifecycle records (but ``draining``), and everything
+        before serving, after stop_writer() or in a forked child, are written
+        at once, after what waits, so the order holds.
         """
         if self.writer is not None and not at_once:
             return self._queue(data, lock_timeout)
@@ -859,14 +860,33 @@ class Records:
             self.mid_line = not data.endswith(b"\n")
 
     def _write_to(self, fd, data):
+        """Write ``data`` whole, PIPE_WRITE bytes a write(2) at most, each counted in ``writes``:
+        one write of a long record to a slow reader showed no progress until its end, and the
+        drain took stderr for stuck and cut it off.
+
+        A stderr left non-blocking (by the parent, whose pipe this process
+        shares) is waited on as a blocking one would be: a full pipe (EAGAIN)
+        cut the record in the middle, and lost the rest.
+        """
         view = memoryview(data)
         try:
             while view:
-                view = view[os.write(fd, view):]
+                try:
+                    view = view[os.write(fd, view[:PIPE_WRITE]):]
+                except BlockingIOError:
+                    wait_writable(fd)
+                    continue
                 self.writes += 1   # stderr takes writes: what waits for room isn't dropped
                 self.stuck = False
         except OSError:
             pass  # stderr gone: nothing better to do than keep serving
+
+
+def wait_writable(fd):
+    """Wait until ``fd`` takes a write, for as long as a write to a blocking one would."""
+    poller = select.poll()   # not select.select: it refuses a descriptor over 1023
+    poller.register(fd, select.POLLOUT)
+    poller.poll()
 
 
 class PackText(bytes):
@@ -4033,8 +4053,10 @@ class PackService:
         self.saying_draining = saying   # started first: Lifecycle.stop may join it from another thread
 
     def say_draining(self):
+        # Among the records, not at once: written beside a long record a slow stderr was still
+        # taking, it landed inside it.  The drain waits for it as for them.
         self.records.write("info", "Draining: finishing the calls in flight", event="draining", always=True,
-                           lock_timeout=0.5)
+                           at_once=False, lock_timeout=0.5)
 
     def wait_drained(self, seconds):
         """Until every call is settled, no answer is being written, the records are written (a
@@ -4480,9 +4502,14 @@ class Lifecycle:
             runner.join(seconds)
 
     def _last_words(self):
-        if self.records is not None:
-            self.records.write("info", "Stopped before the check finished" if self.checking else "Stopped",
-                               event="stopped", always=True, lock_timeout=0.5)
+        records = self.records
+        if records is not None:
+            # The records' lock is taken for good (0.5 s at most: stderr may be stuck mid-record), so
+            # that `stopped` is the last line, but for what pack code left in sys.stderr's buffer:
+            # pack code's threads write at once now, and their lines came after it.
+            records.lock.acquire(timeout=0.5)
+            records.write("info", "Stopped before the check finished" if self.checking else "Stopped",
+                          event="stopped", always=True, lock_timeout=0)
         flush_output()
 
 

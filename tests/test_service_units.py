@@ -1376,6 +1376,7 @@ def test_the_drains_end_and_a_second_signal_say_stopped_once(monkeypatch):
     class SlowRecords:   # a stderr that takes its time, so both stops meet at their last words
         def __init__(self):
             self.stopped = []
+            self.lock = threading.RLock()
 
         def write(self, level, message, event=None, **kw):
             time.sleep(0.2)

@@ -835,6 +835,40 @@ def test_the_drain_waits_for_the_records_of_a_slow_stderr_before_stopped(pack_in
         service.close()
 
 
+def test_the_drain_waits_for_a_long_record_a_slow_stderr_is_still_taking(pack_index):
+    """A record far longer than the pipe, read slowly: its one write(2) showed no progress until
+    its end, so the drain took stderr for stuck after 1 s and the exit cut the record (and those
+    after it) off, ``stopped`` landing inside it.  Its writes now show the progress they make."""
+    service = UnreadService(pack_index)
+    got, done = [], threading.Event()
+
+    def read_slowly(fd):
+        while True:
+            chunk = os.read(fd, 4096)
+            if not chunk:
+                break
+            got.append(chunk)
+            time.sleep(0.05)   # 80 KB/s: the 300 KB record takes 4 s
+        done.set()
+
+    try:
+        service.read_until_listening()
+        conn = service.send_call("loud", {}, timeout=15)
+        threading.Thread(target=read_slowly, args=(service.proc.stderr.fileno(),), daemon=True).start()
+        assert json.loads(conn.getresponse().read())["output"] == {}
+        conn.close()
+        service.proc.send_signal(signal.SIGTERM)
+        assert service.proc.wait(DRAIN_LIMIT + 5) == 0
+        assert done.wait(10)
+        lines = b"".join(got).split(b"\n")
+        assert lines[-1] == b""
+        records = [json.loads(line) for line in lines[:-1]]
+        assert [(record.get("kind"), len(record.get("blob", ""))) for record in records] == \
+            [(None, 300000), ("call", 0), ("draining", 0), ("stopped", 0)]
+    finally:
+        service.close()
+
+
 def post_quietly(port, message):
     """POST an invoke and ignore what happens: the test watches the process, not the answer."""
     conn = http.client.HTTPConnection("127.0.0.1", port, timeout=30)

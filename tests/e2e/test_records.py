@@ -10,15 +10,17 @@ code prints goes to stdout, line by line, never into an answer.
 """
 
 import fcntl
+import os
 import re
 import signal
 import socket
+import subprocess
 import threading
 import time
 
 import pytest
 
-from conftest import PackWriter
+from conftest import PYTHON, ROOT, PackWriter, Service, program_args, service_env
 
 FIXED = ["time", "level", "severity", "subsystem", "message"]
 CORRELATION = ["traceId", "spanId", "requestId", "tenantId", "projectId", "orgId", "runId", "toolId"]
@@ -780,3 +782,78 @@ def test_pack_code_that_logs_from_a_signal_handler_amid_its_short_stderr_lines_d
     code, service = launcher.run(["--index", pack.write(), "--check"], timeout=15)
     assert code == 0, service.raw_stderr[-3:]
     assert service.records_of("check-passed")
+
+
+LONG_WRITES = '''
+import sys
+from kindgi import tool
+
+@tool(description="A test tool.", input={"type": "object"}, output={}, id="long", version="1.0.0")
+def long(input, ctx):
+    """A record and a line of pack code's, each far longer than the pipe takes at once."""
+    ctx.log.info("a long record", blob="r" * 1000000)
+    sys.stderr.write("p" * 1000000 + "\\n")
+    return {}
+'''
+
+
+def test_a_stderr_its_parent_left_non_blocking_gets_every_record_and_line_whole(launcher, pack):
+    """The parent made its stderr pipe non-blocking, which this process shares: a write that found
+    the pipe full (EAGAIN) gave up, cutting the record in the middle and losing the rest, and pack
+    code's line with it.  The writer now waits for the pipe to take more, as a blocking write does."""
+    pack.module("tools/t.py", LONG_WRITES)
+    pack.tool("long", "tools/t.py", version="1.0.0")
+    read_end, write_end = os.pipe()
+    fcntl.fcntl(write_end, getattr(fcntl, "F_SETPIPE_SZ", 1031), 4096)   # fills at once
+    os.set_blocking(write_end, False)
+    try:
+        proc = subprocess.Popen([PYTHON] + program_args(None) + ["--index", str(pack.write())], env=service_env(),
+                                cwd=str(ROOT), stdin=subprocess.DEVNULL, stdout=subprocess.PIPE, stderr=write_end)
+    finally:
+        os.close(write_end)
+    proc.stderr = os.fdopen(read_end, "rb")
+    own = Service(proc)
+    launcher.started.append(own)
+    assert own.wait_listening()
+    for number in range(3):
+        response = own.call_tool("long", {}, ctx={"tenantId": "t", "runId": "long-%d" % number})
+        assert response.status == 200, response
+    own.signal(signal.SIGTERM)
+    assert own.wait_exit(15) == 0
+    assert [len(r.get("blob", "")) for r in own.records if r["message"] == "a long record"] == [1000000] * 3
+    assert own.raw_stderr.count("p" * 1000000) == 3
+    assert [r["runId"] for r in own.records_of("call")] == ["long-0", "long-1", "long-2"]
+    assert '"kind":"stopped"' in own.raw_stderr[-1], own.raw_stderr[-3:]
+
+
+CHATTERS_ON = '''
+import sys, threading
+from kindgi import tool
+
+def chat(name):
+    number = 0
+    while True:
+        number += 1
+        sys.stderr.write("%s %d\\n" % (name, number))
+
+for name in ("first", "second", "third"):
+    threading.Thread(target=chat, args=(name,), daemon=True).start()
+
+@tool(description="A test tool.", input={"type": "object"}, output={}, id="echo", version="1.0.0")
+def echo(input):
+    return input
+'''
+
+
+def test_stopped_is_the_last_line_though_pack_code_never_stops_writing_to_stderr(launcher, pack):
+    """Once the writer thread stops, pack code's threads write to stderr at once: the lines they
+    wrote between ``stopped`` and the exit came after it."""
+    pack.module("tools/t.py", CHATTERS_ON)
+    pack.tool("echo", "tools/t.py", version="1.0.0")
+    for _ in range(2):
+        own = launcher.start(pack.write())
+        assert own.call_tool("echo", {}).status == 200
+        own.signal(signal.SIGTERM)
+        assert own.wait_exit(10) == 0
+        assert '"kind":"stopped"' in own.raw_stderr[-1], own.raw_stderr[-3:]
+        own.stop()
