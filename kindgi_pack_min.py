@@ -82,14 +82,15 @@ code's own subprocess call.
     lock                       guards
     Records.lock               (an RLock: a signal handler or a finalizer amid a write may write too)
                                stderr: every write of records and of pack code's ``sys.stderr``
-                               (PackStderr), the batch being written, ``mid_line`` and ``ended_pack_line``;
+                               (PackStderr), the batch being written, ``mid_line``, ``ended_pack_line``
+                               and ``texts_written``;
                                kept by the last words from ``stopped`` to the exit
     Records.queue_lock         the records and pack code's text waiting for the writer thread, their
-                               bytes, and the count of records queued; taken for 1 s at most (its own
+                               bytes, and the counts of them queued; taken for 1 s at most (its own
                                thread may hold it, in a finalizer or a signal handler)
     Records.wake               (a Condition on Records.queue_lock) what waits, and ``hurried``: the
                                writer thread waits on it for something to write, then for a batch
-                               to gather unless hurried (a long record, room wanted, a flush)
+                               to gather unless hurried (a long record, room wanted)
     Records.room               (a Condition on Records.queue_lock) room among them: the thread
                                making a record waits on it while MAX_WAITING_RECORDS or
                                MAX_WAITING_BYTES wait; the writer notifies it as it takes them
@@ -118,8 +119,8 @@ second), a handler's ``trusted`` (set once, while its phase is ``busy``, which
 no connection shut to make room is in), ``PackService.answering`` (a set: one
 ``add`` or ``discard`` is atomic), ``Records.queued`` and ``Records.written`` in
 ``written_out`` (a stale count is read again 25 ms later), ``Records.waiting``
-in ``_write_waiting`` and ``hurry_writer`` (whether anything waits: one added
-just then goes out with the next batch), ``Records.dropped`` (records dropped
+in ``_write_waiting`` (whether anything waits: one added just then goes out with
+the next batch), ``Records.dropped`` (records dropped
 while stderr takes no writes: a count one short is harmless),
 ``Records.stuck`` as ``_write_to`` clears it (one record
 more dropped at once as stderr comes back is harmless), ``Records.writes`` (a
@@ -571,11 +572,13 @@ class Records:
         self.queue_lock = threading.Lock()             # held to add to ``waiting`` or take it
         self.room = threading.Condition(self.queue_lock)   # notified once the waiting records are taken
         self.wake = threading.Condition(self.queue_lock)   # notified for the writer thread to take them
-        self.hurried = False           # a long record waits, room is wanted, or pack code flushed: no gathering
+        self.hurried = False           # a long record waits, or room is wanted: no gathering
         self.waiting = []              # encoded records and PackText for the writer thread, in order
         self.waiting_bytes = 0         # their length in all
         self.queued = 0                # records (not PackText) queued so far, and written so far: the
         self.written = 0               # drain waits for the records, not for pack code's endless chatter
+        self.texts_queued = 0          # PackText queued so far (under queue_lock), and written so far
+        self.texts_written = 0         # (under lock): pack code's write returns once its text is out
         self.writer = None             # the writer thread, once start_writer() has run
         self.stuck = False             # a record waited STUCK_STDERR_SECONDS in vain: drop the next at once
         self.dropped = 0               # records (and pack code's writes) dropped so, for the writer thread to report
@@ -680,7 +683,7 @@ class Records:
 
     def _queue(self, data, lock_timeout):
         """Add the record (or PackText) to what waits, once there is room: MAX_WAITING_RECORDS,
-        MAX_WAITING_BYTES.
+        MAX_WAITING_BYTES.  For PackText, its number among them (None when dropped).
 
         The thread making it waits for room as long as stderr takes writes
         (a log collector that reads slowly loses no record); once it took none
@@ -702,8 +705,10 @@ class Records:
                 return
             self.waiting.append(data)
             self.waiting_bytes += size
-            if type(data) is not PackText:
-                self.queued += 1
+            if type(data) is PackText:   # the thread that wrote it writes it (write_text): no wake-up
+                self.texts_queued += 1
+                return self.texts_queued
+            self.queued += 1
             if size > LONG_RECORD:
                 self.hurried = True
                 self.wake.notify()
@@ -737,6 +742,29 @@ class Records:
                 self.room.wait(left)
         return True
 
+    def write_text(self, text):
+        """Write what pack code wrote to ``sys.stderr`` (PackText), and return once it is out, as a
+        plain stream's write does: a line written before a crash, ``os._exit`` or a close of
+        descriptor 2 is not lost.
+
+        Once serving, it joins the records waiting for the writer thread, in
+        their order, and this thread then writes what waits, its text with it,
+        unless the writer thread has already: whichever holds ``lock`` first,
+        so neither lands inside the other and no thread hands over to another.
+        A stderr that takes no writes holds pack code here, as a plain stream
+        does; other calls go on, their records dropped and counted.  The
+        writer thread's own text (a finalizer run there) just waits for its
+        next batch.
+        """
+        if self.writer is None or threading.current_thread() is self.writer:
+            return self._emit(text, at_once=self.writer is None)
+        ticket = self._queue(text, -1)
+        if ticket is None:
+            return
+        with self.lock:
+            if self.texts_written < ticket:
+                self._write_waiting()
+
     def written_out(self):
         """Whether every record queued so far is written (what pack code writes is not waited for),
         for the drain to wait for them before the exit: True too once stderr took no write for
@@ -760,7 +788,7 @@ class Records:
         self.wake = threading.Condition(self.queue_lock)
         self.waiting = []
         self.waiting_bytes = 0
-        self.queued = self.written = 0
+        self.queued = self.written = self.texts_queued = self.texts_written = 0
         self.writer = None
 
     def start_writer(self):
@@ -773,16 +801,6 @@ class Records:
         """From now on, write at once, as before serving: at the exit, what would wait for the
         writer thread could be cut off by ``os._exit``.  The writer thread stays, idle."""
         self.writer = None
-
-    def hurry_writer(self):
-        """What waits goes out now, not after the gather (pack code flushed ``sys.stderr``).  Never
-        waits: when the queue's lock is busy, it goes out after the gather, as it would anyway."""
-        if self.writer is not None and self.waiting and self.queue_lock.acquire(False):
-            try:
-                self.hurried = True
-                self.wake.notify()
-            finally:
-                self.queue_lock.release()
 
     def _write_batches(self):
         # The wake-ups are Conditions on the queue's lock, which is taken for 1 s at most: an Event's
@@ -820,7 +838,7 @@ class Records:
             return
         try:
             batch, self.waiting, self.waiting_bytes = self.waiting, [], 0
-            queued = self.queued
+            queued, texts = self.queued, self.texts_queued
             self.room.notify_all()
         finally:
             self.queue_lock.release()
@@ -833,6 +851,7 @@ class Records:
         if batch:
             self._write_entry(b"".join(batch[start:]), type(batch[start]))
         self.written = max(self.written, queued)   # a write amid this one (a signal handler's) took a later batch
+        self.texts_written = max(self.texts_written, texts)
 
     def _write_entry(self, data, kind):
         """Write records (``kind`` bytes) or pack code's text (PackText); the caller holds the lock."""
@@ -900,10 +919,10 @@ class PackStderr(io.RawIOBase):
     Once serving, what pack code writes waits among the records, as PackText,
     and the writer thread writes both: a line longer than a pipe takes at once
     goes out in parts, and a record written by another thread between them
-    landed inside it, where a log collector lost it.  Before serving, after
-    the writer stops and in a forked child it is written at once, under the
-    records' lock.  A stderr nobody reads holds up pack code no more than it
-    holds up records: what can't be written is dropped, and counted.
+    landed inside it, where a log collector lost it.  The write returns once
+    its text is out, as a plain stream's does (``Records.write_text``).
+    Before serving, after the writer stops and in a forked child it is
+    written at once, under the records' lock.
     """
 
     name = "<stderr>"
@@ -924,12 +943,8 @@ class PackStderr(io.RawIOBase):
 
     def write(self, data):
         text = PackText(memoryview(data))   # bytes-like only: bytes(n) of an int n would be n zero bytes
-        self.records._emit(text)
+        self.records.write_text(text)
         return len(text)
-
-    def flush(self):
-        super().flush()
-        self.records.hurry_writer()
 
 
 def pack_stderr(records):

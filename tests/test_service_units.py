@@ -1030,15 +1030,44 @@ def test_a_long_record_wakes_the_writer_at_once_and_a_short_one_lets_a_batch_gat
     assert records.hurried and len(records.waiting) == 2
 
 
-def test_pack_codes_flush_of_stderr_hurries_the_writer_thread():
-    """Its text goes out now, not after the records' gather (a progress line that shows at once)."""
-    records = kpm.Records(2)
-    records.writer = object()   # as if serving: what pack code writes waits for the writer thread (not started)
-    stream = kpm.PackStderr(records, None)
-    stream.write(b"working...")
-    assert not records.hurried and records.waiting == [b"working..."]
-    stream.flush()
-    assert records.hurried
+PACK_TEXT_IS_OUT_WHEN_THE_WRITE_RETURNS = r"""
+import json, os, sys
+sys.path.insert(0, sys.argv[1])
+import kindgi_pack_min as kpm
+
+read_end, write_end = os.pipe()
+os.dup2(write_end, 2)   # pack code's sys.stderr writes to descriptor 2
+os.set_blocking(read_end, False)
+records = kpm.Records(write_end)
+kpm.pack_stderr(records)
+assert records.start_writer()   # serving: the text goes through the writer thread
+kpm.PackLogger(records).info("a record that gathers for 20 ms")
+seen = []
+for n in range(20):
+    sys.stderr.write("line %d\n" % n)          # line buffered: written, then flushed
+    sys.stderr.buffer.write(b"raw %d," % n)     # the layer itself
+    out = b""
+    while True:
+        try:
+            out += os.read(read_end, 65536)
+        except BlockingIOError:
+            break
+    seen.append(out.decode())
+print(json.dumps(seen))
+"""
+
+
+def test_pack_codes_text_is_out_when_its_write_returns():
+    """As from a plain stream: a line written just before a crash, ``os._exit`` or a close of
+    descriptor 2 is not lost (nor written, after the close, to what takes the descriptor's number
+    next).  Once serving its text goes through the writer thread, and the write waits for it."""
+    done = subprocess.run([os.environ.get("KINDGI_TEST_PYTHON") or sys.executable, "-c",
+                           PACK_TEXT_IS_OUT_WHEN_THE_WRITE_RETURNS, str(ROOT)],
+                          stdout=subprocess.PIPE, stderr=subprocess.PIPE, timeout=60)
+    assert done.returncode == 0, done.stderr.decode()
+    seen = json.loads(done.stdout.decode())
+    assert [chunk.endswith("line %d\nraw %d," % (n, n)) for n, chunk in enumerate(seen)] == [True] * 20, seen
+    assert '"a record that gathers for 20 ms"' in seen[0], seen[0]   # out with the text, in its order
 
 
 def test_a_write_that_goes_through_ends_the_stuck_state(pipe_records):
