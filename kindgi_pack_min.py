@@ -59,7 +59,7 @@ Threads, and what they share:
     deadline         the watchman             answers a call past its deadline (runs its callbacks)
     hang-up          the watchman             settles a call whose caller left (runs its callbacks)
     records          serve()                  writes every record made once serving (but ``listening``
-                                              and ``stopped``), and pack code's sys.stderr, in batches
+                                              and ``stopped``), in batches
     lifecycle, drain Lifecycle                signals (their numbers, from C, on a pipe): drain, then exit
     cancelling       the drain's end, or a    fires the cancellations of the calls it gave up on
                      second signal
@@ -91,6 +91,8 @@ code's own subprocess call.
     Records.wake               (a Condition on Records.queue_lock) what waits, and ``hurried``: the
                                writer thread waits on it for something to write, then for a batch
                                to gather unless hurried (a long record, room wanted)
+    Records.text_out           (a Condition on Records.queue_lock) pack code's text written: a thread
+                               whose text waits among the records waits on it (20 ms at a time)
     Records.room               (a Condition on Records.queue_lock) room among them: the thread
                                making a record waits on it while MAX_WAITING_RECORDS or
                                MAX_WAITING_BYTES wait; the writer notifies it as it takes them
@@ -549,11 +551,11 @@ class Records:
     its own writes them all but ``listening`` and ``stopped``: a stderr
     nobody reads holds up no call (see ``_emit``).
 
-    What pack code writes to ``sys.stderr`` (PackStderr) takes the same
-    path, as PackText, in order with the records: whoever writes (the writer
-    thread, or the thread at hand before serving and at the exit) writes
-    both, under ``lock``, so neither lands inside the other, and keeps track
-    of the line there.  A record after a line pack code left unfinished
+    What pack code writes to ``sys.stderr`` (PackStderr) is written, as
+    PackText, by the thread that writes it, after the records waiting
+    (``write_text``).  Whoever writes does so under ``lock``, so a record
+    and pack code's text never land inside one another, and keeps track of
+    the line there.  A record after a line pack code left unfinished
     begins a line of its own (``mid_line``); the newline pack code writes
     next is then dropped (``ended_pack_line``), not left as an empty line.
     """
@@ -572,16 +574,17 @@ class Records:
         self.queue_lock = threading.Lock()             # held to add to ``waiting`` or take it
         self.room = threading.Condition(self.queue_lock)   # notified once the waiting records are taken
         self.wake = threading.Condition(self.queue_lock)   # notified for the writer thread to take them
+        self.text_out = threading.Condition(self.queue_lock)   # notified once pack code's text is written
         self.hurried = False           # a long record waits, or room is wanted: no gathering
         self.waiting = []              # encoded records and PackText for the writer thread, in order
         self.waiting_bytes = 0         # their length in all
         self.queued = 0                # records (not PackText) queued so far, and written so far: the
         self.written = 0               # drain waits for the records, not for pack code's endless chatter
         self.texts_queued = 0          # PackText queued so far (under queue_lock), and written so far
-        self.texts_written = 0         # (under lock): pack code's write returns once its text is out
+        self.texts_written = 0         # (under lock): pack code's write waits for its own
         self.writer = None             # the writer thread, once start_writer() has run
         self.stuck = False             # a record waited STUCK_STDERR_SECONDS in vain: drop the next at once
-        self.dropped = 0               # records (and pack code's writes) dropped so, for the writer thread to report
+        self.dropped = 0               # records dropped so, for the writer thread to report
         self.writes = 0                # write(2)s that went through: stderr is slow, not stuck, while it grows
         self.seen_writes = None        # ``writes`` when written_out() last saw it change, and when
         self.seen_at = 0.0
@@ -663,13 +666,14 @@ class Records:
     def _emit(self, data, lock_timeout=-1, at_once=False):
         """Leave one record (or PackText) for the writer thread, or write it.
 
-        Once serving, only the writer thread writes: records wait up to
-        RECORD_BATCH_SECONDS and go out together (a write(2) per call hands
+        Once serving, records are written by the writer thread: they wait up
+        to RECORD_BATCH_SECONDS and go out together (a write(2) per call hands
         the interpreter to another thread and back, a fifth of a small call),
         and a stderr nobody reads (a log collector that stopped) can't hold up
-        a call's answer.  Lifecycle records (but ``draining``), and everything
-        before serving, after stop_writer() or in a forked child, are written
-        at once, after what waits, so the order holds.
+        a call's answer.  Lifecycle records (but ``draining``), pack code's
+        text (write_text), and everything before serving, after stop_writer()
+        or in a forked child, are written at once, after what waits, so the
+        order holds.
         """
         if self.writer is not None and not at_once:
             return self._queue(data, lock_timeout)
@@ -705,8 +709,10 @@ class Records:
                 return
             self.waiting.append(data)
             self.waiting_bytes += size
-            if type(data) is PackText:   # the thread that wrote it writes it (write_text): no wake-up
+            if type(data) is PackText:   # pack code waits for it: no gathering
                 self.texts_queued += 1
+                self.hurried = True
+                self.wake.notify()
                 return self.texts_queued
             self.queued += 1
             if size > LONG_RECORD:
@@ -747,23 +753,46 @@ class Records:
         plain stream's write does: a line written before a crash, ``os._exit`` or a close of
         descriptor 2 is not lost.
 
-        Once serving, it joins the records waiting for the writer thread, in
-        their order, and this thread then writes what waits, its text with it,
-        unless the writer thread has already: whichever holds ``lock`` first,
-        so neither lands inside the other and no thread hands over to another.
-        A stderr that takes no writes holds pack code here, as a plain stream
-        does; other calls go on, their records dropped and counted.  The
-        writer thread's own text (a finalizer run there) just waits for its
-        next batch.
+        While nothing is being written, the thread that wrote it writes, under
+        ``lock``, the records waiting and then its text, so the order holds
+        and neither lands inside the other.  While something is, the text
+        joins the records waiting and this thread waits until it is out,
+        written by the writer thread or by itself once the lock is free: a
+        thread waiting for the lock lost it to the writer thread's next batch,
+        again and again (2 lines in 2 s under a heavy load of records).  A
+        stderr that takes no writes holds pack code as a plain stream does,
+        or, while its text waits, as a record: 1 s, then it is dropped and
+        counted.  The writer thread's own text (a finalizer run there) just
+        waits for its next batch.
         """
         if self.writer is None or threading.current_thread() is self.writer:
-            return self._emit(text, at_once=self.writer is None)
-        ticket = self._queue(text, -1)
-        if ticket is None:
-            return
-        with self.lock:
-            if self.texts_written < ticket:
+            self._emit(text, at_once=self.writer is None)
+        elif self.lock.acquire(False):
+            try:
                 self._write_waiting()
+                self._write_entry(text, PackText)
+            finally:
+                self.lock.release()
+        else:
+            ticket = self._queue(text, -1)
+            if ticket is not None:
+                self._wait_until_written(ticket)
+
+    def _wait_until_written(self, ticket):
+        """Wait until pack code's text number ``ticket`` is out, writing what waits whenever the
+        lock is free (the writer thread may be stopped, or taking its time)."""
+        while self.texts_written < ticket:
+            if self.lock.acquire(False):
+                try:
+                    self._write_waiting()
+                finally:
+                    self.lock.release()
+            elif self.queue_lock.acquire(True, STUCK_STDERR_SECONDS):
+                try:
+                    if self.texts_written < ticket:
+                        self.text_out.wait(RECORD_BATCH_SECONDS)
+                finally:
+                    self.queue_lock.release()
 
     def written_out(self):
         """Whether every record queued so far is written (what pack code writes is not waited for),
@@ -786,6 +815,7 @@ class Records:
         self.queue_lock = threading.Lock()
         self.room = threading.Condition(self.queue_lock)
         self.wake = threading.Condition(self.queue_lock)
+        self.text_out = threading.Condition(self.queue_lock)
         self.waiting = []
         self.waiting_bytes = 0
         self.queued = self.written = self.texts_queued = self.texts_written = 0
@@ -851,7 +881,13 @@ class Records:
         if batch:
             self._write_entry(b"".join(batch[start:]), type(batch[start]))
         self.written = max(self.written, queued)   # a write amid this one (a signal handler's) took a later batch
-        self.texts_written = max(self.texts_written, texts)
+        if texts > self.texts_written:
+            self.texts_written = texts
+            if self.queue_lock.acquire(True, STUCK_STDERR_SECONDS):   # else they see it 20 ms later
+                try:
+                    self.text_out.notify_all()
+                finally:
+                    self.queue_lock.release()
 
     def _write_entry(self, data, kind):
         """Write records (``kind`` bytes) or pack code's text (PackText); the caller holds the lock."""
@@ -909,20 +945,19 @@ def wait_writable(fd):
 
 
 class PackText(bytes):
-    """What pack code wrote to ``sys.stderr``, waiting among the records: it goes to descriptor 2,
-    as written, where a record goes whole on a line of its own to the records' descriptor."""
+    """What pack code wrote to ``sys.stderr``: it goes to descriptor 2 as written, where a record
+    goes whole on a line of its own to the records' descriptor."""
 
 
 class PackStderr(io.RawIOBase):
     """Descriptor 2 as pack code's ``sys.stderr`` writes to it: through the records' writer.
 
-    Once serving, what pack code writes waits among the records, as PackText,
-    and the writer thread writes both: a line longer than a pipe takes at once
-    goes out in parts, and a record written by another thread between them
-    landed inside it, where a log collector lost it.  The write returns once
-    its text is out, as a plain stream's does (``Records.write_text``).
-    Before serving, after the writer stops and in a forked child it is
-    written at once, under the records' lock.
+    What pack code writes is written under the records' lock, after the
+    records waiting for the writer thread (``Records.write_text``): a line
+    longer than a pipe takes at once goes out in parts, and a record written
+    by another thread between them landed inside it, where a log collector
+    lost it.  The write returns once its text is out, as a plain stream's
+    does.
     """
 
     name = "<stderr>"

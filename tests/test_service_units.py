@@ -1030,6 +1030,28 @@ def test_a_long_record_wakes_the_writer_at_once_and_a_short_one_lets_a_batch_gat
     assert records.hurried and len(records.waiting) == 2
 
 
+def test_pack_codes_text_waits_among_the_records_while_a_batch_is_written(pipe_records, capfd):
+    """While the records' lock is held (the writer thread writing a batch), pack code's text joins
+    the records waiting, and its write returns once the text is out.  Waiting for the lock
+    instead, a pack thread lost it to the writer thread's next batch again and again: 2 lines
+    in 2 s under a heavy load of records."""
+    make, _ = pipe_records
+    records = make()
+    assert records.start_writer()
+    stream = kpm.PackStderr(records, None)
+    returned = threading.Event()
+    pack_thread = threading.Thread(target=lambda: (stream.write(b"a line\n"), returned.set()), daemon=True)
+    with records.lock:   # as the writer thread holds it while it writes
+        pack_thread.start()
+        deadline = time.monotonic() + 10
+        while records.waiting != [b"a line\n"] and time.monotonic() < deadline:
+            time.sleep(0.005)
+        assert records.waiting == [b"a line\n"] and not returned.is_set()
+    assert returned.wait(10) and records.texts_written == records.texts_queued == 1
+    records.stop_writer()
+    assert capfd.readouterr().err == "a line\n"   # pack code's text goes to descriptor 2
+
+
 PACK_TEXT_IS_OUT_WHEN_THE_WRITE_RETURNS = r"""
 import json, os, sys
 sys.path.insert(0, sys.argv[1])
