@@ -122,8 +122,9 @@ no connection shut to make room is in), ``PackService.answering`` (a set: one
 ``add`` or ``discard`` is atomic), ``Records.queued`` and ``Records.written`` in
 ``written_out`` (a stale count is read again 25 ms later), ``Records.waiting``
 in ``_write_waiting`` (whether anything waits: one added just then goes out with
-the next batch), ``Records.dropped`` (records dropped
-while stderr takes no writes: a count one short is harmless),
+the next batch), ``Records.texts_written`` in ``_wait_until_written`` (it only
+grows: a stale one is read again 20 ms later at most), ``Records.dropped``
+(records dropped while stderr takes no writes: a count one short is harmless),
 ``Records.stuck`` as ``_write_to`` clears it (one record
 more dropped at once as stderr comes back is harmless), ``Records.writes`` (a
 waiter sees the count change a round later at worst),
