@@ -707,6 +707,23 @@ class UnreadService:
         finally:
             conn.close()
 
+    def read_slowly(self):
+        """Read stderr from now on, in a thread of its own, 4 KB every 50 ms (80 KB/s: slow, but
+        working); the chunks read, and an Event set once stderr is closed."""
+        got, done = [], threading.Event()
+
+        def read(fd):
+            while True:
+                chunk = os.read(fd, 4096)
+                if not chunk:
+                    break
+                got.append(chunk)
+                time.sleep(0.05)
+            done.set()
+
+        threading.Thread(target=read, args=(self.proc.stderr.fileno(),), daemon=True).start()
+        return got, done
+
     def read_until_dropped(self, seconds):
         """Read stderr now, up to the ``records-dropped`` record; return it (None if none came)."""
         fd, pending, dropped = self.proc.stderr.fileno(), b"", None
@@ -831,21 +848,10 @@ def test_the_drain_waits_for_the_records_of_a_slow_stderr_before_stopped(pack_in
     """A log collector that reads slowly still has a backlog of records when SIGTERM comes: the
     drain waits for them (they are being written), so none is lost and ``stopped`` comes last."""
     service = UnreadService(pack_index)
-    got, done = [], threading.Event()
-
-    def read_slowly(fd):
-        while True:
-            chunk = os.read(fd, 4096)
-            if not chunk:
-                break
-            got.append(chunk)
-            time.sleep(0.05)   # 80 KB/s: slow, but working
-        done.set()
-
     try:
         service.read_until_listening()
         conn = service.send_call("chatty", {"records": 1000}, timeout=15)
-        threading.Thread(target=read_slowly, args=(service.proc.stderr.fileno(),), daemon=True).start()
+        got, done = service.read_slowly()
         assert json.loads(conn.getresponse().read())["output"] == {"logged": 1000}
         conn.close()
         service.proc.send_signal(signal.SIGTERM)
@@ -865,21 +871,10 @@ def test_the_drain_waits_for_a_long_record_a_slow_stderr_is_still_taking(pack_in
     its end, so the drain took stderr for stuck after 1 s and the exit cut the record (and those
     after it) off, ``stopped`` landing inside it.  Its writes now show the progress they make."""
     service = UnreadService(pack_index)
-    got, done = [], threading.Event()
-
-    def read_slowly(fd):
-        while True:
-            chunk = os.read(fd, 4096)
-            if not chunk:
-                break
-            got.append(chunk)
-            time.sleep(0.05)   # 80 KB/s: the 300 KB record takes 4 s
-        done.set()
-
     try:
         service.read_until_listening()
         conn = service.send_call("loud", {}, timeout=15)
-        threading.Thread(target=read_slowly, args=(service.proc.stderr.fileno(),), daemon=True).start()
+        got, done = service.read_slowly()   # the 300 KB record takes 4 s
         assert json.loads(conn.getresponse().read())["output"] == {}
         conn.close()
         service.proc.send_signal(signal.SIGTERM)

@@ -206,6 +206,18 @@ def showing_the_token(service):
     return sock
 
 
+def statuses_of_five_invokes(service):
+    """The statuses of invokes on five new connections, all open at once (then closed)."""
+    held = []
+    try:
+        for _ in range(5):
+            held.append(connect_and_ask(service, invoke()))
+        return [status for _, status in held]
+    finally:
+        for sock, _ in held:
+            sock.close()
+
+
 # -- every path closes its socket -------------------------------------------------
 
 def test_normal_close(service):
@@ -529,13 +541,7 @@ def test_the_cap_is_whole_after_connections_were_shut_to_make_room(launcher, tmp
     assert statuses == [401] * 20
     assert back_to_idle(svc) == svc.idle_fds
     svc.wait_record("connections-evicted", 5)
-    held = []
-    try:
-        held = [connect_and_ask(svc, invoke()) for _ in range(5)]
-        assert [status for _, status in held] == [200] * 4 + [503]
-    finally:
-        for sock, _ in held:
-            sock.close()
+    assert statuses_of_five_invokes(svc) == [200] * 4 + [503]   # the cap of 4 is whole again
     assert [r["count"] for r in svc.records_of("connections-evicted")] == [1]
 
 
@@ -594,13 +600,7 @@ def test_callers_without_the_token_cannot_hold_the_connection_slots_by_reading_s
     assert min(held) > 3.5, held   # past the silence limit, until the caller with the token came
     assert svc.wait_record("connections-evicted", 5)["count"] >= 1
     assert back_to_idle(svc, 5) == svc.idle_fds
-    full = []
-    try:
-        full = [connect_and_ask(svc, invoke()) for _ in range(5)]
-        assert [status for _, status in full] == [200] * 4 + [503]
-    finally:
-        for sock, _ in full:
-            sock.close()
+    assert statuses_of_five_invokes(svc) == [200] * 4 + [503]
 
 
 def test_out_of_file_descriptors_backs_off_and_recovers(launcher, tmp_path):
