@@ -1062,7 +1062,7 @@ os.dup2(write_end, 2)   # pack code's sys.stderr writes to descriptor 2
 os.set_blocking(read_end, False)
 records = kpm.Records(write_end)
 kpm.pack_stderr(records)
-assert records.start_writer()   # serving: the text goes through the writer thread
+assert records.start_writer()   # serving: records wait for the writer thread
 kpm.PackLogger(records).info("a record that gathers for 20 ms")
 seen = []
 for n in range(20):
@@ -1082,7 +1082,8 @@ print(json.dumps(seen))
 def test_pack_codes_text_is_out_when_its_write_returns():
     """As from a plain stream: a line written just before a crash, ``os._exit`` or a close of
     descriptor 2 is not lost (nor written, after the close, to what takes the descriptor's number
-    next).  Once serving its text goes through the writer thread, and the write waits for it."""
+    next).  Once serving, records wait for the writer thread; the write still returns once its
+    text is out, after them."""
     done = subprocess.run([os.environ.get("KINDGI_TEST_PYTHON") or sys.executable, "-c",
                            PACK_TEXT_IS_OUT_WHEN_THE_WRITE_RETURNS, str(ROOT)],
                           stdout=subprocess.PIPE, stderr=subprocess.PIPE, timeout=60)
