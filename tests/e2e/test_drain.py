@@ -623,12 +623,17 @@ def test_a_child_pack_code_forked_writes_its_own_records_once(launcher, tmp_path
     assert messages.count("before the fork") == 1 and messages.count("from the child") == 1, messages
 
 
+def unread_bytes(fd):
+    """How many bytes the pipe behind ``fd`` holds, unread."""
+    return struct.unpack("i", fcntl.ioctl(fd, termios.FIONREAD, b"\0\0\0\0"))[0]
+
+
 def wait_pipe_full(fd, seconds=10.0):
     """True once the pipe behind ``fd`` holds all it can: its writer is then blocked."""
     capacity = fcntl.fcntl(fd, F_GETPIPE_SZ)
     deadline = time.monotonic() + seconds
     while time.monotonic() < deadline:
-        unread = struct.unpack("i", fcntl.ioctl(fd, termios.FIONREAD, b"\0\0\0\0"))[0]
+        unread = unread_bytes(fd)
         if unread >= capacity:
             return True
         time.sleep(0.01)
@@ -640,7 +645,7 @@ def wait_pipe_still(fd, seconds=10.0):
     is blocked (a pipe's pages, part-filled, can hold less than its capacity then)."""
     deadline, last, still_since = time.monotonic() + seconds, -1, time.monotonic()
     while time.monotonic() < deadline:
-        unread = struct.unpack("i", fcntl.ioctl(fd, termios.FIONREAD, b"\0\0\0\0"))[0]
+        unread = unread_bytes(fd)
         if unread != last:
             last, still_since = unread, time.monotonic()
         elif unread and time.monotonic() - still_since >= 0.5:
@@ -820,8 +825,8 @@ def test_a_stuck_stderr_holds_up_no_call_that_logs_a_long_record(pack_index):
 def test_pack_code_writing_to_a_stuck_stderr_holds_its_own_call_only(pack_index):
     """Nobody reads stderr: pack code's write to ``sys.stderr`` waits, as a plain stream's does
     (its text is out when the write returns, so a line before a crash is not lost), but only
-    its own call waits: other calls are answered, their records dropped and counted, and
-    SIGTERM still ends the service within the drain."""
+    its own call waits: other calls and /healthz are answered, their records left to the writer
+    thread, and SIGTERM still ends the service within the drain."""
     service = UnreadService(pack_index, env=SHORT_DRAIN)
     flood = None
     try:
