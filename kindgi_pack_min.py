@@ -834,22 +834,39 @@ class Records:
         self.writer = None
 
     def _write_batches(self):
+        """The writer thread: batch after batch, for as long as the process lives.  A batch that
+        fails (MemoryError, say) is lost and reported, at most every 10 s; the thread goes on, or
+        every record after it would wait in vain and then be dropped."""
+        next_report = 0.0
+        while True:
+            try:
+                self._write_a_batch()
+            except Exception as exc:
+                now = time.monotonic()
+                try:
+                    if now >= next_report:
+                        next_report = now + 10.0
+                        service_failed(self, exc, "Writing records")
+                except Exception:
+                    pass  # no memory even for that: the next batch may fare better
+                time.sleep(RECORD_BATCH_SECONDS)   # a failure that repeats is not a busy loop
+
+    def _write_a_batch(self):
         # The wake-ups are Conditions on the queue's lock, which is taken for 1 s at most: an Event's
         # set() takes a lock of its own, which a signal handler amid it, setting it again, waited for ever.
-        while True:
-            with self.queue_lock:
-                while not self.waiting:
-                    self.wake.wait()
-                if not self.hurried:
-                    self.wake.wait(RECORD_BATCH_SECONDS)   # let a batch gather, unless hurried
-                self.hurried = False
-            with self.lock:
-                self._write_waiting()
-            dropped, self.dropped = self.dropped, 0
-            if dropped:   # written by this thread, which can't wait for room it alone makes
-                self.write("warn", "%d %s dropped: stderr took no writes for a while"
-                           % (dropped, "record was" if dropped == 1 else "records were"),
-                           event="records-dropped", fields={"count": dropped}, at_once=True)
+        with self.queue_lock:
+            while not self.waiting:
+                self.wake.wait()
+            if not self.hurried:
+                self.wake.wait(RECORD_BATCH_SECONDS)   # let a batch gather, unless hurried
+            self.hurried = False
+        with self.lock:
+            self._write_waiting()
+        dropped, self.dropped = self.dropped, 0
+        if dropped:   # written by this thread, which can't wait for room it alone makes
+            self.write("warn", "%d %s dropped: stderr took no writes for a while"
+                       % (dropped, "record was" if dropped == 1 else "records were"),
+                       event="records-dropped", fields={"count": dropped}, at_once=True)
 
     def _write_waiting(self):
         """Write what waits for the writer thread; the caller holds the lock.
@@ -873,22 +890,24 @@ class Records:
             self.room.notify_all()
         finally:
             self.queue_lock.release()
-        start = size = 0
-        for end, data in enumerate(batch):
-            if size and (size + len(data) > PIPE_WRITE or type(data) is not type(batch[start])):
-                self._write_entry(b"".join(batch[start:end]), type(batch[start]))
-                start, size = end, 0
-            size += len(data)
-        if batch:
-            self._write_entry(b"".join(batch[start:]), type(batch[start]))
-        self.written = max(self.written, queued)   # a write amid this one (a signal handler's) took a later batch
-        if texts > self.texts_written:
-            self.texts_written = texts
-            if self.queue_lock.acquire(True, STUCK_STDERR_SECONDS):   # else they see it 20 ms later
-                try:
-                    self.text_out.notify_all()
-                finally:
-                    self.queue_lock.release()
+        try:
+            start = size = 0
+            for end, data in enumerate(batch):
+                if size and (size + len(data) > PIPE_WRITE or type(data) is not type(batch[start])):
+                    self._write_entry(b"".join(batch[start:end]), type(batch[start]))
+                    start, size = end, 0
+                size += len(data)
+            if batch:
+                self._write_entry(b"".join(batch[start:]), type(batch[start]))
+        finally:   # written, or lost with a write that failed: neither the drain nor pack code waits for it
+            self.written = max(self.written, queued)   # a write amid this one (a signal handler's) took a later batch
+            if texts > self.texts_written:
+                self.texts_written = texts
+                if self.queue_lock.acquire(True, STUCK_STDERR_SECONDS):   # else they see it 20 ms later
+                    try:
+                        self.text_out.notify_all()
+                    finally:
+                        self.queue_lock.release()
 
     def _write_entry(self, data, kind):
         """Write records (``kind`` bytes) or pack code's text (PackText); the caller holds the lock."""

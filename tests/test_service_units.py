@@ -1052,6 +1052,46 @@ def test_pack_codes_text_waits_among_the_records_while_a_batch_is_written(pipe_r
     assert capfd.readouterr().err == "a line\n"   # pack code's text goes to descriptor 2
 
 
+def test_the_writer_thread_lives_on_after_a_batch_fails(pipe_records):
+    """A batch whose write fails (MemoryError, say) is lost and reported, and pack code's text in
+    it waits no more; the records after it are written.  The thread died with the batch: every
+    record after it waited in vain, and pack code's write spun for ever."""
+    make, lines = pipe_records
+    records = make()
+    failures = [MemoryError("no room for the batch")]
+    write_entry = records._write_entry
+
+    def fail_once(data, kind):
+        if failures:
+            raise failures.pop()
+        write_entry(data, kind)
+
+    records._write_entry = fail_once
+    assert records.start_writer()
+    stream = kpm.PackStderr(records, None)
+    returned = threading.Event()
+    pack_thread = threading.Thread(target=lambda: (stream.write(b"lost text\n"), returned.set()), daemon=True)
+    with records.lock:   # the record and the text wait together, for the batch that fails
+        records.write("info", "lost with its batch")
+        pack_thread.start()
+        deadline = time.monotonic() + 10
+        while len(records.waiting) < 2 and time.monotonic() < deadline:
+            time.sleep(0.005)
+    assert returned.wait(10), "pack code's write still waits for its text"
+    deadline = time.monotonic() + 10
+    while records.queued < 2 and time.monotonic() < deadline:   # the report joins what waits
+        time.sleep(0.005)
+    records.write("info", "after")
+    while records.written < 3 and time.monotonic() < deadline:
+        time.sleep(0.005)
+    records.stop_writer()
+    written = [json.loads(line) for line in lines(records)]
+    assert [(r["message"], r.get("event")) for r in written] == [
+        ("Writing records failed inside the service: MemoryError: no room for the batch", "service-error"),
+        ("after", None)], written
+    assert "fail_once" in written[0]["stack"]
+
+
 PACK_TEXT_IS_OUT_WHEN_THE_WRITE_RETURNS = r"""
 import json, os, sys
 sys.path.insert(0, sys.argv[1])

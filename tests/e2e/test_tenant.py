@@ -109,7 +109,8 @@ def test_info_without_the_pinned_header_is_421(pinned, headers):
 
 def test_the_421_status_line_names_its_reason_on_every_python(pinned):
     # Python 3.6's http.server has no phrase for 421: the line was "HTTP/1.1 421 "
-    data = pinned.raw(b"GET /v1/info HTTP/1.1\r\nhost: x\r\nkindgi-pack-token: %s\r\n\r\n" % TOKEN.encode())
+    data = pinned.raw(b"GET /v1/info HTTP/1.1\r\nhost: x\r\nkindgi-pack-token: %s\r\n\r\n" % TOKEN.encode(),
+                      read_until_close=False)
     assert data.startswith(b"HTTP/1.1 421 Misdirected Request\r\n"), data[:100]
 
 
