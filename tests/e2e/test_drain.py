@@ -713,13 +713,13 @@ class UnreadService:
             conn.close()
 
     def read_slowly(self):
-        """Read stderr from now on, in a thread of its own, 4 KB every 50 ms (80 KB/s: slow, but
+        """Read stderr from now on, in a thread of its own, 8 KB every 50 ms (160 KB/s: slow, but
         working); the chunks read, and an Event set once stderr is closed."""
         got, done = [], threading.Event()
 
         def read(fd):
             while True:
-                chunk = os.read(fd, 4096)
+                chunk = os.read(fd, 8192)
                 if not chunk:
                     break
                 got.append(chunk)
@@ -879,7 +879,7 @@ def test_the_drain_waits_for_a_long_record_a_slow_stderr_is_still_taking(pack_in
     try:
         service.read_until_listening()
         conn = service.send_call("loud", {}, timeout=15)
-        got, done = service.read_slowly()   # the 300 KB record takes 4 s
+        got, done = service.read_slowly()   # the 300 KB record takes 2 s: twice the 1 s a write may show none
         assert json.loads(conn.getresponse().read())["output"] == {}
         conn.close()
         service.proc.send_signal(signal.SIGTERM)

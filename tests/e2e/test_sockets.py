@@ -410,7 +410,7 @@ def test_probes_are_answered_while_every_connection_slot_is_held(launcher, tmp_p
         statuses = []
         for _ in range(20):
             statuses.append(svc.request("GET", "/healthz", token=False, timeout=5).status)
-            time.sleep(0.1)
+            time.sleep(0.05)   # the hog takes back every slot closed in between
         ready = svc.request("GET", "/readyz", token=False, timeout=5)
     finally:
         stop.set()
@@ -578,10 +578,11 @@ def keep_writing(port, stop, held):
 def test_callers_without_the_token_cannot_hold_the_connection_slots_by_reading_slowly(launcher, tmp_path):
     """At a cap of 4, a caller without the token holds every slot writing answers: it pipelines
     requests and reads their answers slowly, so each write makes a little progress in time (past
-    the 3 s silence limit of a connection that never showed the token here; past the write limit
+    the 1.5 s silence limit of a connection that never showed the token here; past the write limit
     too, each answer having a limit of its own).  A caller with the token is still served: the
     oldest of those connections is shut to make room.  Once all are closed, the cap is whole."""
-    svc = launcher.start(write_pack(tmp_path / "pack"), env={"KINDGI_PACK_MIN_TEST": "connections=4,gc=off"})
+    svc = launcher.start(write_pack(tmp_path / "pack"),
+                         env={"KINDGI_PACK_MIN_TEST": "connections=4,gc=off,first_request=1.5"})
     warm_up(svc)
     svc.idle_fds = settled(open_fds, svc)
     stop = threading.Event()
@@ -590,14 +591,14 @@ def test_callers_without_the_token_cannot_hold_the_connection_slots_by_reading_s
     for thread in pool:
         thread.start()
     try:
-        time.sleep(4)
+        time.sleep(2.5)
         answers = [svc.call_tool("echo", {"a": i}, timeout=5) for i in range(3)]
     finally:
         stop.set()
         for thread in pool:
             thread.join(10)
     assert [(a.status, a.json.get("output")) for a in answers] == [(200, {"a": i}) for i in range(3)], answers
-    assert min(held) > 3.5, held   # past the silence limit, until the caller with the token came
+    assert min(held) > 2.1, held   # past the silence limit, until the caller with the token came
     assert svc.wait_record("connections-evicted", 5)["count"] >= 1
     assert back_to_idle(svc, 5) == svc.idle_fds
     assert statuses_of_five_invokes(svc) == [200] * 4 + [503]
