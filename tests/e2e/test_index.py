@@ -5,6 +5,9 @@ tests/packs/ the bytes the SDK's indexer wrote (tests/packs/expected/, checked a
 the SDK itself by test_index_sdk.py) and report the same outcome; re-index the example
 and the benchmark pack to their committed bytes; answer every run error as expected;
 and the service must boot from each index it wrote and answer its tools and checks.
+Most runs are ``python -m kindgi_pack_min index`` from the checkout, the same code from
+bytecode compiled once (``run_index``); the tests of a run from another folder, under
+``-S`` or ``ulimit``, run the script by its path.
 """
 
 import json
