@@ -434,14 +434,28 @@ def redact_fields(value, token=None, depth=0, on_path=None):
     millisecond (a naive one is taken as UTC), a tuple a list, any other
     object its scrubbed ``str()``.  A container inside itself is written
     ``[circular]``; one nested deeper than ``MAX_FIELD_DEPTH``, ``[too deep]``.
+    A value that raises as it is looked at (its ``items()``, its iteration,
+    its comparisons) is written as its text: a log call never fails the pack
+    code that makes it.
     """
+    try:
+        return _redacted(value, token, depth, on_path)
+    except Exception:   # pack code's own methods
+        return scrub_text(_safe_str(value), token)
+
+
+def _redacted(value, token, depth, on_path):
+    """``redact_fields`` of one value; pack code's subclasses of str, float and int are read as
+    the plain type, whose methods it can't change."""
     if isinstance(value, str):
-        return scrub_text(value, token)
+        return scrub_text(value if type(value) is str else str.__str__(value), token)
     if value is None or isinstance(value, bool):
         return value
     if isinstance(value, float):   # NaN is not JSON: null, as JavaScript's loggers write it
+        value = float.__float__(value)
         return value if is_finite(value) else None
     if isinstance(value, int):   # the SDK loses a record with one too long
+        value = int.__int__(value)
         return "[an integer of %d bits, too long to write]" % value.bit_length() if is_too_long(value) else value
     datetime = sys.modules.get("datetime")
     if datetime is not None and isinstance(value, datetime.datetime):
@@ -468,6 +482,14 @@ def redact_fields(value, token=None, depth=0, on_path=None):
         on_path.discard(id(value))
 
 
+def _is_exception(value):
+    """Whether pack code's value is an exception (not one whose ``__class__`` raises as it is read)."""
+    try:
+        return isinstance(value, BaseException)
+    except Exception:
+        return False
+
+
 def field_name(key, token=None):
     """A key of pack code's record fields as the record writes it: never the service token."""
     name = _safe_str(key)
@@ -489,8 +511,11 @@ def error_fields(exc, with_stack, token=None, depth=0):
         fields["code"] = _safe_str(code)
     if with_stack:
         fields["stack"] = masked_stack(exc, message, token)
-    cause = exc.__cause__
-    if cause is not None and depth < 3:
+    try:
+        cause = exc.__cause__
+    except Exception:  # pack code's property
+        cause = None
+    if _is_exception(cause) and depth < 3:
         fields["cause"] = error_fields(cause, with_stack, token, depth + 1)
     return fields
 
@@ -1069,13 +1094,13 @@ class PackLogger:
         token = records.token
         reserved = {key: merged.pop(key) for key in RESERVED_KEYS if key in merged}
         err = merged.pop("err", _NO_ERROR)
-        out = redact_fields({key: error_fields(value, level == "error", token) if isinstance(value, BaseException)
+        out = redact_fields({key: error_fields(value, level == "error", token) if _is_exception(value)
                              else value for key, value in merged.items()}, token)
         if reserved:   # kept, but where they can't pass for the record's own (a `listening` of pack code's)
             out["fields"] = redact_fields(reserved, token)
         if err is not _NO_ERROR:   # the error last, as the SDK writes it; its stack at error, or when debugging
             with_stack = level == "error" or records.enabled("debug", self._subsystem)
-            err = error_fields(err, with_stack, token) if isinstance(err, BaseException) else _safe_str(err)
+            err = error_fields(err, with_stack, token) if _is_exception(err) else _safe_str(err)
             out["err"] = redact_fields(err, token)
         stated = [key for key in in_message or () if key in out and key != "err"]
         if stated:   # the fields the message states, of those the record has: a pretty line leaves them out
@@ -2907,8 +2932,11 @@ class ProbeRequestHandler(PackRequestHandler):
 # ---------------------------------------------------------------------------
 
 def _safe_str(value):
+    """``str(value)``, a plain str whatever pack code's ``__str__`` does: one that raises, or that
+    returns a str subclass whose own ``__str__`` raises when the text is formatted in turn."""
     try:
-        return str(value)
+        text = str(value)
+        return text if type(text) is str else str.__str__(text)
     except BaseException:
         return "<%s with an unprintable message>" % type(value).__name__
 
@@ -3020,6 +3048,7 @@ def to_jsonable(value):
         return {field.name: getattr(value, field.name) for field in dataclasses.fields(value)}
     if callable(getattr(value, "model_dump", None)):
         return value.model_dump(mode="json", by_alias=True)
+    close_if_never_awaited(value)   # a forgotten await inside the output: closed, as at its top
     raise NotJSON("%s is not JSON" % type(value).__name__)
 
 
@@ -3295,7 +3324,8 @@ def close_if_never_awaited(value):
 
     It is answered as output that is not JSON, as on the official service;
     but collected unawaited, it would say so on stderr, in lines that are not
-    records (a sync decorator around an ``async def`` handler returns one).
+    records (a sync decorator around an ``async def`` handler returns one;
+    ``{"data": fetch()}`` holds one, closed as it is written, ``to_jsonable``).
     """
     if isinstance(value, types.CoroutineType):
         import inspect   # here, rarely needed: not loaded at every boot
@@ -3495,8 +3525,10 @@ def normalise_check_result(result, check_result_type):
         return {"passed": result}
     if isinstance(result, check_result_type):   # its wire form must have a check result's shape too
         result = result.to_wire()
-    if isinstance(result, Mapping) and isinstance(result.get("passed"), bool):
-        return dict(result)
+    if isinstance(result, Mapping):
+        wire = dict(result)   # copied first, as the SDK does: pack code's own get() could say another `passed`
+        if isinstance(wire.get("passed"), bool):
+            return wire
     return None
 
 
@@ -4166,6 +4198,33 @@ class PackService:
             call.cancel("cancelled")
 
 
+def off_the_standard_streams(sock):
+    """``sock``, moved above descriptor 2 when it took the number of stdin, stdout or stderr.
+
+    Pack code may close one of those (``os.close(1)``, to quiet a library):
+    the next connection took the number, and what pack code then printed, or
+    wrote to descriptor 2, went into that caller's answer (and what it read
+    from stdin came from the caller).  The socket moves up, and /dev/null
+    takes the standard number for good: what is written there is dropped, as
+    pack code asked by closing it, and no later connection can take it.
+    """
+    fd = sock.fileno()
+    if fd > 2:
+        return sock
+    import fcntl   # only here: a standard stream closed under the service is rare
+    try:
+        moved = socket.socket(sock.family, sock.type, sock.proto, fileno=fcntl.fcntl(fd, fcntl.F_DUPFD_CLOEXEC, 3))
+    finally:
+        sock.close()
+    for _ in range(3):   # the numbers pack code left free, lowest first
+        null = os.open(os.devnull, os.O_RDWR)
+        if null > 2:
+            os.close(null)
+            break
+        os.set_inheritable(null, True)   # a standard stream, for child processes too
+    return moved
+
+
 class PackHTTPServer(ThreadingHTTPServer):
     """ThreadingHTTPServer with a connection cap, probes served over it, and a sweep of stalled phases."""
 
@@ -4220,7 +4279,7 @@ class PackHTTPServer(ThreadingHTTPServer):
                 self.out_of_descriptors(exc)
             raise
         self.accept_pause = 0.0
-        return request
+        return off_the_standard_streams(request[0]), request[1]
 
     def out_of_descriptors(self, exc):
         """Accepting failed for want of resources: back off (the connection waits in the
@@ -4446,14 +4505,18 @@ class Lifecycle:
         signal.pthread_sigmask(signal.SIG_UNBLOCK, STOP_SIGNALS)
 
     def take_back_signals(self):
-        """After the boot: SIGTERM and SIGINT are the service's again, whatever pack code did.
+        """After the boot: SIGTERM, SIGINT and SIGPIPE are handled as the service needs again,
+        whatever pack code did.
 
         A module may set a handler of its own at import (one that calls
         ``sys.exit``, say), ignore or block the signal, restore its default,
         or move the wake-up descriptor; each would end the process without a
-        drain, or never end it.  Only the main thread can set handlers, and
-        after the boot it runs no pack code, so once is enough.  A record
-        says what was taken back.
+        drain, or never end it.  SIGPIPE's default (the "quiet broken pipe"
+        idiom of command-line scripts) would end the process when a caller
+        hangs up amid its answer: ignored, as Python sets it, a write to a
+        closed socket or pipe is an error the service handles.  Only the main
+        thread can set handlers, and after the boot it runs no pack code, so
+        once is enough.  A record says what was taken back.
         """
         taken = [signal.Signals(signum).name for signum in sorted(STOP_SIGNALS)
                  if signal.getsignal(signum) != self._on_signal]
@@ -4463,9 +4526,13 @@ class Lifecycle:
             taken.append("set_wakeup_fd")
         if STOP_SIGNALS & set(signal.pthread_sigmask(signal.SIG_UNBLOCK, STOP_SIGNALS)):
             taken.append("pthread_sigmask")   # blocked: a signal would wait for ever
+        if signal.getsignal(signal.SIGPIPE) != signal.SIG_IGN:
+            signal.signal(signal.SIGPIPE, signal.SIG_IGN)
+            taken.append("SIGPIPE")
         if taken:
-            self.records.write("warn", "Pack code changed the stop signals' handling (%s); the service's own is "
-                               "back, so a stop still drains the calls in flight" % ", ".join(taken),
+            self.records.write("warn", "Pack code changed the handling of signals the service relies on (%s); the "
+                               "service's own is back, so a stop still drains the calls in flight and a caller "
+                               "that hangs up ends its connection only" % ", ".join(taken),
                                event="signals-taken-back", fields={"signals": taken})
 
     def _in_a_forked_child(self):

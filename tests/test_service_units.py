@@ -913,6 +913,55 @@ def test_a_log_call_never_fails_the_pack_code_that_makes_it(pipe_records):
     assert unprintable["<Unprintable with an unprintable message>"].startswith("[an integer of")
 
 
+def test_a_log_call_with_values_whose_own_methods_raise_is_written(pipe_records):
+    """Pack code's subclasses whose comparisons, iteration, search or text raise: the log call
+    raised into the handler (a ``handler-throw`` with the service's stack); the record is
+    written with what can be read of them."""
+    class Touchy(float):
+        def __eq__(self, other):
+            raise RuntimeError("compared")
+        __hash__ = float.__hash__
+
+    class Big(int):
+        def __lt__(self, other):
+            raise RuntimeError("compared")
+        __gt__ = __lt__
+
+    class Items(dict):
+        def items(self):
+            raise RuntimeError("items")
+
+    class NoIter(list):
+        def __iter__(self):
+            raise RuntimeError("iterated")
+
+    class Sly(str):
+        def __contains__(self, part):
+            raise RuntimeError("searched")
+
+        def __str__(self):
+            raise RuntimeError("no text")
+
+    class Spoken:
+        def __str__(self):
+            return Sly("spoken")
+
+    class ClassRaises:
+        @property
+        def __class__(self):
+            raise RuntimeError("looked at")
+
+    make, lines = pipe_records
+    records = make()
+    logger = kpm.PackLogger(records, "pack.tool")
+    logger.info(Spoken(), {"float": Touchy(1.5), "int": Big(7), "items": Items(a=1), "list": NoIter([1]),
+                           "text": Sly("plain"), "odd": ClassRaises()}, err=ClassRaises())
+    [record] = [json.loads(line) for line in lines(records)]
+    assert (record["message"], record["float"], record["int"], record["text"]) == ("spoken", 1.5, 7, "plain")
+    assert (record["items"], record["list"]) == ("{'a': 1}", "[1]")   # their text
+    assert "ClassRaises object at" in record["odd"] and "ClassRaises object at" in record["err"]
+
+
 def test_a_log_call_takes_a_message_and_fields_by_position_and_any_name_by_keyword(pipe_records):
     make, lines = pipe_records
     records = make()

@@ -456,6 +456,46 @@ def test_pack_code_can_not_take_the_stop_away(launcher, tmp_path, grab):
     assert lifecycle_tail(service) == ["draining", "call", "stopped"]
 
 
+QUIET_BROKEN_PIPE_CODE = '''
+import signal, time
+from kindgi import tool
+
+signal.signal(signal.SIGPIPE, signal.SIG_DFL)   # a command-line script's "no BrokenPipeError" idiom
+
+
+@tool(description="A test tool.", input={"type": "object"}, output={}, id="big", version="1.0.0")
+def big(input, ctx):
+    time.sleep(0.03)   # the caller is gone by now, and the service hasn't watched for that yet
+    return {"x": "a" * 200000}   # longer than one write: the second one finds the connection reset
+'''
+
+
+def test_a_caller_hanging_up_amid_its_answer_does_not_end_the_service_whatever_pack_code_did_to_sigpipe(
+        launcher, tmp_path):
+    """With SIGPIPE at its default, as a module's import may leave it, a write to a connection its
+    caller reset killed the process: every call in flight lost, no ``stopped``."""
+    pack = PackWriter(tmp_path)
+    pack.module("tools/pipe.py", QUIET_BROKEN_PIPE_CODE)
+    pack.tool("big", "tools/pipe.py", version="1.0.0")
+    service = launcher.start(pack.write())
+    assert service.wait_record("signals-taken-back")["signals"] == ["SIGPIPE"]
+    body = json.dumps({"v": 2, "kind": "invoke", "tool": {"id": "big"}, "input": {},
+                       "ctx": {"tenantId": "t", "runId": "r"}}).encode()
+    for _ in range(3):
+        sock = socket.create_connection(("127.0.0.1", service.port), timeout=5)
+        sock.sendall(b"POST /v1/invoke HTTP/1.1\r\nhost: x\r\nkindgi-pack-token: %s\r\n"
+                     b"content-type: application/json\r\ncontent-length: %d\r\n\r\n%s"
+                     % (TOKEN.encode(), len(body), body))
+        sock.close()   # the answer's first write is refused with a reset; the next fails (EPIPE)
+    deadline = time.monotonic() + 10
+    while len(service.records_of("call")) < 3 and service.proc.poll() is None and time.monotonic() < deadline:
+        time.sleep(0.05)
+    assert service.proc.poll() is None, "the service died of SIGPIPE"
+    assert service.request("GET", "/healthz", token=False).status == 200
+    service.signal(signal.SIGTERM)
+    assert service.wait_exit(10) == 0
+
+
 EXIT_HANDLER_CODE = '''
 import atexit, os, time
 from kindgi import tool

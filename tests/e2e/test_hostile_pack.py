@@ -44,6 +44,17 @@ class NotAString(Exception):
         return 42
 
 
+class SlyText(str):
+    def __str__(self):
+        raise RuntimeError("no text for you")
+
+
+class TextThatFailsAgain(Exception):
+    """Its message is a str whose own str() raises: formatting the message a second time failed."""
+    def __str__(self):
+        return SlyText("boom")
+
+
 def recurse(n):
     return recurse(n + 1)
 
@@ -60,6 +71,7 @@ RAISES = {
     "Custom": lambda: Custom("custom"),
     "Unprintable": lambda: Unprintable(),
     "NotAString": lambda: NotAString(),
+    "TextThatFailsAgain": lambda: TextThatFailsAgain(),
 }
 
 
@@ -228,6 +240,26 @@ class BadMapping(dict):
         raise KeyError(key)
 
 
+class Liar(dict):
+    """Says its ``passed`` is True, whatever it holds."""
+    def get(self, key, default=None):
+        return True if key == "passed" else dict.get(self, key, default)
+
+
+class SlyText(str):
+    def __str__(self):
+        raise RuntimeError("no text for you")
+
+
+class TextThatFailsAgain(Exception):
+    def __str__(self):
+        return SlyText("boom")
+
+
+def raise_text_that_fails_again():
+    raise TextThatFailsAgain()
+
+
 def wire_of(wire):
     """A CheckResult whose wire form is ``wire``, not a check result's."""
     class WireOf(CheckResult):
@@ -265,6 +297,8 @@ ODD = {
     "not-a-check-result": NotACheckResult,
     "nan-cant-compare": lambda: {"passed": True, "x": NaNThatCantCompare("nan")},
     "class-raises": lambda: {"passed": True, "x": ClassRaises()},
+    "liar": lambda: Liar(passed="definitely not"),
+    "raises-text-that-fails-again": raise_text_that_fails_again,
 }
 
 
@@ -323,7 +357,8 @@ def error_of(response, code):
 
 
 KINDS = ["Exception", "SystemExit0", "SystemExit3", "sys.exit", "KeyboardInterrupt", "GeneratorExit",
-         "MemoryError", "CancelledError", "StopIteration", "Custom", "Unprintable", "NotAString"]
+         "MemoryError", "CancelledError", "StopIteration", "Custom", "Unprintable", "NotAString",
+         "TextThatFailsAgain"]
 
 
 @pytest.mark.parametrize("kind", KINDS + ["RecursionError"])
@@ -400,22 +435,30 @@ def test_output_that_is_not_json(service, kind):
 
 
 @pytest.mark.parametrize("kind", ["wire-str", "wire-no-passed", "wire-passed-str", "wire-list",
-                                  "not-a-check-result", "nan-cant-compare", "class-raises"])
+                                  "not-a-check-result", "nan-cant-compare", "class-raises", "liar"])
 def test_check_result_that_is_not_a_check_result_is_output_validation_failed(service, kind):
     """A CheckResult's wire form has a check result's shape, as a dict does; an object that only has a
     to_wire is no check result; a value whose own methods raise as it is looked at is not JSON, and
-    never a 500."""
+    never a 500; a dict whose own ``get`` says ``passed`` is True is read as copied (its ``passed``
+    went on the wire as the text it was)."""
     response = service.call_check("odd", {"kind": kind})
     message = error_of(response, "output-validation-failed")
     assert message["checkId"] == "odd"
 
 
 @pytest.mark.parametrize("kind", ["int", "str", "none", "list", "no-passed", "passed-str", "passed-int",
-                                  "wire-raises", "getattr-raises", "bad-mapping", "not-json", "float-nan"])
+                                  "wire-raises", "getattr-raises", "not-json", "float-nan",
+                                  "raises-text-that-fails-again"])
 def test_check_returning_odd_types(service, kind):
     message = message_of(service.call_check("odd", {"kind": kind}))
     assert message["kind"] == "error" and message["code"] in ("output-validation-failed", "handler-throw"), message
     assert message["checkId"] == "odd"
+
+
+def test_a_mapping_a_check_returns_is_read_as_its_copy_as_the_sdk_reads_it(service):
+    """The SDK copies a mapping into a plain dict before it looks at ``passed``: a dict subclass
+    whose own ``get`` raises is read as what it holds (the "liar" above, as what it holds too)."""
+    assert message_of(service.call_check("odd", {"kind": "bad-mapping"}))["result"] == {"passed": True}
     assert message_of(service.call_check("fine"))["result"] == {"passed": True, "reason": "ok"}
 
 
@@ -512,6 +555,16 @@ async def forgot_await(input, ctx):
     return later()
 
 
+@tool(description="A test tool.", input={"type": "object"}, output={}, id="forgot-await-inside")
+def forgot_await_inside(input, ctx):
+    return {"data": later(), "more": [later(), later()]}
+
+
+@guardrail(id="check-forgot-await-inside", on_violation="block")
+def check_forgot_await_inside(config, trace):
+    return {"passed": True, "attributes": {"data": later()}}
+
+
 @guardrail(id="check-wrapped", on_violation="block")
 @plain_wrapper
 async def check_wrapped(config, trace):
@@ -521,16 +574,21 @@ async def check_wrapped(config, trace):
 
 def test_a_coroutine_returned_and_never_awaited_leaves_stderr_json(launcher, tmp_path):
     """Answered as output that is not JSON, as on the official service; and Python's "never
-    awaited" warning, which is not a record, doesn't reach stderr."""
+    awaited" warning, which is not a record, doesn't reach stderr: for one inside the output
+    either."""
     pack = PackWriter(tmp_path)
     pack.module("tools/never.py", NEVER_AWAITED)
     pack.tool("wrapped", "tools/never.py").tool("forgot-await", "tools/never.py")
-    pack.guardrail("check-wrapped", "tools/never.py")
+    pack.tool("forgot-await-inside", "tools/never.py")
+    pack.guardrail("check-wrapped", "tools/never.py").guardrail("check-forgot-await-inside", "tools/never.py")
     service = launcher.start(pack.write())
     for tool_id in ("wrapped", "forgot-await"):
         message = error_of(service.call_tool(tool_id, {}), "output-validation-failed")
         assert message["message"].endswith("(root) must be JSON, not coroutine"), message
-    assert error_of(service.call_check("check-wrapped"), "output-validation-failed")["checkId"] == "check-wrapped"
+    message = error_of(service.call_tool("forgot-await-inside", {}), "output-validation-failed")
+    assert sorted(issue["instancePath"] for issue in message["issues"]) == ["/data", "/more/0", "/more/1"], message
+    for check_id in ("check-wrapped", "check-forgot-await-inside"):
+        assert error_of(service.call_check(check_id), "output-validation-failed")["checkId"] == check_id
     service.signal(signal.SIGTERM)
     assert service.wait_exit() == 0
     for line in service.raw_stderr:

@@ -10,6 +10,7 @@ code prints goes to stdout, line by line, never into an answer.
 """
 
 import fcntl
+import json
 import os
 import re
 import signal
@@ -20,7 +21,7 @@ import time
 
 import pytest
 
-from conftest import PYTHON, ROOT, PackWriter, Service, program_args, service_env
+from conftest import PYTHON, ROOT, TOKEN, PackWriter, Service, program_args, service_env
 
 FIXED = ["time", "level", "severity", "subsystem", "message"]
 CORRELATION = ["traceId", "spanId", "requestId", "tenantId", "projectId", "orgId", "runId", "toolId"]
@@ -431,6 +432,51 @@ def test_records_go_on_to_stderr_when_pack_code_closes_or_redirects_it(launcher,
     conn.sock.settimeout(0.5)
     with pytest.raises(socket.timeout):
         conn.sock.recv(65536)   # nothing after the answer
+
+
+STREAM_CLOSING_CODE = '''
+import os, sys
+from kindgi import tool
+
+@tool(description="A test tool.", input={"type": "object"}, output={}, id="close", version="1.0.0")
+def close(input, ctx):
+    """Closes a standard stream's descriptor, as code that quiets a library the wrong way does."""
+    os.close(input["fd"])
+    return {}
+
+@tool(description="A test tool.", input={"type": "object"}, output={}, id="noisy", version="1.0.0")
+def noisy(input, ctx):
+    print("printed by pack code")
+    sys.stderr.write("written to sys.stderr by pack code\\n")
+    os.write(2, b"written to descriptor 2 by pack code\\n")
+    return {}
+'''
+
+
+@pytest.mark.parametrize("fds", [[1], [2], [0, 1, 2]], ids=["stdout", "stderr", "all"])
+def test_what_pack_code_writes_after_closing_a_standard_stream_never_reaches_a_caller(launcher, tmp_path, fds):
+    """The next connection took the number pack code left free: its prints, or what it wrote to
+    descriptor 2, went into that caller's answer."""
+    pack = PackWriter(tmp_path)
+    pack.module("tools/streams.py", STREAM_CLOSING_CODE)
+    pack.tool("close", "tools/streams.py", version="1.0.0")
+    pack.tool("noisy", "tools/streams.py", version="1.0.0")
+    own = launcher.start(pack.write())
+    for fd in fds:
+        assert own.call_tool("close", {"fd": fd}).status == 200
+    body = json.dumps({"v": 2, "kind": "invoke", "tool": {"id": "noisy"}, "input": {},
+                       "ctx": {"tenantId": "t", "runId": "r"}}).encode()
+    request = (b"POST /v1/invoke HTTP/1.1\r\nhost: x\r\nkindgi-pack-token: %s\r\ncontent-type: application/json\r\n"
+               b"content-length: %d\r\nconnection: close\r\n\r\n%s" % (TOKEN.encode(), len(body), body))
+    for _ in range(4):   # each new connection could take a number pack code left free
+        answer = own.raw(request)
+        assert answer.startswith(b"HTTP/1.1 200 OK\r\n"), answer
+        assert answer.endswith(b'\r\n\r\n{"v":2,"kind":"result","output":{}}'), answer
+    deadline = time.monotonic() + 10   # the records go on to stderr as before
+    while len([r for r in own.records_of("call") if r.get("toolId") == "noisy"]) < 4 and time.monotonic() < deadline:
+        time.sleep(0.02)
+    assert [r["outcome"] for r in own.records_of("call") if r.get("toolId") == "noisy"] == ["ok"] * 4
+    assert own.request("GET", "/healthz", token=False).status == 200
 
 
 def test_records_written_in_batches_still_come_before_draining_and_stopped(launcher, pack_index):
