@@ -2290,11 +2290,12 @@ def _framing(request, lengths):
             raise HttpError(400, "Malformed Content-Length")
         request.length = length
     connection = headers.get("connection", "").lower()
+    options = {option.strip(" \t") for option in connection.split(",")} if connection else ()   # RFC 9110 7.6.1
     if request.version == "HTTP/1.1":
-        request.keep_alive = "close" not in connection
-    else:
-        request.keep_alive = "keep-alive" in connection
-    if request.method == "CONNECT" or ("upgrade" in headers and "upgrade" in connection):
+        request.keep_alive = "close" not in options
+    else:   # "close" wins over "keep-alive" (RFC 9112 section 9.3)
+        request.keep_alive = "keep-alive" in options and "close" not in options
+    if request.method == "CONNECT" or ("upgrade" in headers and "upgrade" in options):
         request.keep_alive = False   # a proxy that honours it takes the bytes after it for a tunnel, not requests
 
 
@@ -2354,7 +2355,8 @@ class SocketReader(io.RawIOBase):
 
 
 class SocketWriter:
-    """A connection's output: every write is a whole ``sendall``."""
+    """A connection's output: every write is a whole ``sendall``; one the kernel timed out
+    raises ``socket.timeout``, as a read does."""
 
     closed = False
 
@@ -2362,7 +2364,10 @@ class SocketWriter:
         self.sock = sock
 
     def write(self, data):
-        self.sock.sendall(data)
+        try:
+            self.sock.sendall(data)
+        except BlockingIOError:   # SO_SNDTIMEO passed: a caller that stopped reading
+            raise socket.timeout("timed out")
 
     def flush(self):
         pass

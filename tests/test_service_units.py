@@ -157,6 +157,26 @@ def test_keep_alive_follows_the_version_and_the_connection_header():
     assert head(b"GET / HTTP/1.0\r\nConnection: keep-alive\r\n\r\n").keep_alive is True
 
 
+@pytest.mark.parametrize("version, connection, keep_alive", [
+    (b"1.0", b"keep-alive, close", False), (b"1.0", b"Close ,Keep-Alive", False),   # close wins (RFC 9112 9.3)
+    (b"1.0", b"x-no-keep-alive", False), (b"1.0", b"te,\tkeep-alive", True),         # options, not text
+    (b"1.1", b"x-closed", True), (b"1.1", b"te, close", False), (b"1.1", b"upgrade", True),
+])
+def test_the_connection_header_is_a_list_of_options(version, connection, keep_alive):
+    request = head(b"GET / HTTP/" + version + b"\r\nHost: a\r\nConnection: " + connection + b"\r\n\r\n")
+    assert request.keep_alive is keep_alive
+
+
+def test_a_write_the_kernel_timed_out_raises_socket_timeout():
+    """As a read does: a caller that stopped reading ends its connection (a 100 Continue it was
+    sent made a 500 and a service-error record)."""
+    ours, theirs = socket.socketpair()
+    with ours, theirs:
+        ours.setsockopt(socket.SOL_SOCKET, socket.SO_SNDTIMEO, kpm.socket_timeval(0.1))
+        with pytest.raises(socket.timeout):
+            kpm.SocketWriter(ours).write(b"x" * (64 * 1024 * 1024))
+
+
 # -- chunked bodies ------------------------------------------------------------
 
 def chunked(data, take=lambda n: None):
