@@ -4221,12 +4221,15 @@ def off_the_standard_streams(sock):
         moved = socket.socket(sock.family, sock.type, sock.proto, fileno=fcntl.fcntl(fd, fcntl.F_DUPFD_CLOEXEC, 3))
     finally:
         sock.close()
-    for _ in range(3):   # the numbers pack code left free, lowest first
-        null = os.open(os.devnull, os.O_RDWR)
-        if null > 2:
-            os.close(null)
-            break
-        os.set_inheritable(null, True)   # a standard stream, for child processes too
+    try:
+        for _ in range(3):   # the numbers pack code left free, lowest first
+            null = os.open(os.devnull, os.O_RDWR)
+            if null > 2:
+                os.close(null)
+                break
+            os.set_inheritable(null, True)   # a standard stream, for child processes too
+    except OSError:
+        pass  # out of descriptors: the number stays free, and the next connection on it moves too
     return moved
 
 
