@@ -429,12 +429,14 @@ def _unprefixed_check(check_id, rel_path, pack_id):
 
 
 def _is_special(path):
-    """Whether ``path`` names something other than a file, such as /dev/null, /dev/stdout or a
-    named pipe: written into, never replaced, and never read back as a previous index."""
+    """Whether ``path`` names a device or a pipe (/dev/null, /dev/stdout, a named pipe): written
+    into, never replaced, and never read back as a previous index.  A folder is not: the
+    temporary file's rename onto it fails, as the SDK's does."""
     try:
-        return not stat.S_ISREG(os.stat(str(path)).st_mode)
+        mode = os.stat(str(path)).st_mode
     except OSError:   # absent (or unreachable: the write says why)
         return False
+    return not (stat.S_ISREG(mode) or stat.S_ISDIR(mode))
 
 
 def _auto_artifact_version(output):

@@ -5887,13 +5887,17 @@ def _standin_params(fn, where):
             if p.kind in (p.POSITIONAL_ONLY, p.POSITIONAL_OR_KEYWORD)]
 
 
+MAX_ANNOTATION_QUOTES = 8   # a string annotation whose value is a string, evaluated again up to this many times
+
+
 def _standin_hints(fn, scope):
     """fn's annotations evaluated as typing.get_type_hints does, without importing typing.
 
     String annotations are evaluated in fn's globals and ``scope`` (the locals where the
-    decorator was applied), and so are names quoted inside a generic (``List["Out"]``);
-    None stands for NoneType.  When one can't be evaluated, all are left as written, as
-    the SDK leaves them.
+    decorator was applied), again while that gives a string (``"In"`` under ``from
+    __future__ import annotations`` is the text of a text), and so are names quoted inside
+    a generic (``List["Out"]``); None stands for NoneType.  When one can't be evaluated,
+    all are left as written, as the SDK leaves them.
     """
     annotations = getattr(fn, "__annotations__", None)
     if not isinstance(annotations, dict):
@@ -5904,11 +5908,15 @@ def _standin_hints(fn, scope):
     namespace = getattr(inner, "__globals__", {})
     hints = {}
     for name, value in annotations.items():
-        if isinstance(value, str):
+        for _ in range(MAX_ANNOTATION_QUOTES):
+            if not isinstance(value, str):
+                break
             try:
                 value = eval(value, namespace, scope)
             except Exception:
                 return dict(annotations)
+        if isinstance(value, str):   # quoted past reason ("X" where X = "X"): left as written
+            return dict(annotations)
         try:
             if _standin_quotes_inside(value):
                 value = _standin_eval_inside(value, namespace, scope)

@@ -88,6 +88,18 @@ def test_string_annotations_are_evaluated_in_the_module_and_the_callers_locals(k
     assert t.output_type is type(None) and t.output_schema == {"type": "null"}
 
 
+def test_a_quoted_annotation_under_postponed_evaluation_is_evaluated_to_its_type(kindgi):
+    """Under ``from __future__ import annotations``, ``input: "In"`` is kept as the text of a
+    text, ``"'In'"``, which typing.get_type_hints evaluates again: the SDK indexed such a tool,
+    where the stand-in found the string "In" and refused it."""
+    Local = dict   # noqa: N806  (a type only the caller's locals know)
+
+    @kindgi.tool(id="t", description="d")
+    def t(input: "'Local'", ctx) -> "'None'":
+        return None
+    assert t.input_type is dict and t.output_type is type(None)
+
+
 def test_when_one_annotation_cant_be_evaluated_all_stay_as_written():
     def f(input: "dict", ctx: "Undefined") -> "dict":  # noqa: F821
         pass

@@ -155,6 +155,19 @@ def test_a_write_that_fails_midway_is_output_write_failed_and_leaves_no_temporar
     assert (root / "index.json").read_text() == "previous\n"
 
 
+def test_a_folder_at_the_output_path_is_output_write_failed_as_the_sdk_says_it(tmp_path):
+    """A folder is not a device to write into: the temporary file's rename onto it fails, in the
+    SDK's words, and the temporary file goes."""
+    root = write_files(tmp_path / "pack", {"pyproject.toml": CONFIG, "tools/t.py": TOOL})
+    (root / "index.json").mkdir()
+    ran = run_index(["--pack-dir", root, "--json"] + PINS)
+    error = json.loads(ran.stdout)["error"]
+    assert (ran.code, error["code"], error["filePath"]) == (1, "output-write-failed", str(root / "index.json"))
+    assert "Is a directory: '%s.tmp-" % (root / "index.json") in error["message"], error
+    assert error["message"].endswith("' -> '%s'" % (root / "index.json")), error
+    assert sorted(os.listdir(str(root))) == ["index.json", "pyproject.toml", "tools"]
+
+
 def test_a_link_at_the_temporary_name_is_not_written_through(tmp_path):
     """The temporary file's name can be guessed (pid and time): one who can write to the output's
     folder puts links there, to a file of theirs or of the system's.  The index was written through
