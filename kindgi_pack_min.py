@@ -160,7 +160,8 @@ if __name__ == "__main__":
 import atexit  # noqa: E402  (the imports below take time the signals must not be lost in)
 import codecs
 import errno
-import functools
+import fcntl      # fcntl and resource are used after the pack's modules load, whose folder is first
+import functools  # on sys.path then: imported later, a pack's own resource.py would stand in for them
 import gc
 import importlib
 import importlib.machinery
@@ -169,6 +170,7 @@ import json
 import math
 import os
 import re
+import resource
 import select
 import selectors
 import socket
@@ -1653,7 +1655,6 @@ def write_handoff(handoff):
     written = 0
     try:
         if len(data) > 65536 and sys.platform.startswith("linux"):
-            import fcntl
             fcntl.fcntl(write_end, getattr(fcntl, "F_SETPIPE_SZ", 1031), len(data))
         os.set_blocking(write_end, False)
         written = os.write(write_end, data)
@@ -1938,6 +1939,18 @@ def relative_module_path(module_path, root):
     return module_path
 
 
+def is_module_file(module_path, root):
+    """Whether the module path names a file under ``root``.  False too for a name no file can
+    have, whose checks raise: a NUL (ValueError), a lone surrogate, or any name beyond ASCII
+    where the file system's encoding is ASCII (Python 3.6 in the C locale; UnicodeError)."""
+    if "\0" in module_path:
+        return False
+    try:
+        return os.path.isfile(os.path.join(root, relative_module_path(module_path, root)))
+    except (ValueError, UnicodeError):
+        return False
+
+
 def outside_root(path, real_root):
     """Where ``path`` really leads when a link takes it out of ``real_root`` (a real path); None
     when it stays inside."""
@@ -2023,12 +2036,12 @@ class Pack:
 
     def missing_modules(self):
         paths = [e.module_path for e in self.index.tools] + [e.module_path for e in self.index.checks]
-        missing = []
+        missing, seen = [], set()   # a set: the index may name tens of thousands
         for path in paths:
-            full = os.path.join(self.root, relative_module_path(path, self.root))
-            # No file has a NUL in its name (isfile raises ValueError for one before Python 3.8).
-            if ("\0" in path or not os.path.isfile(full)) and path not in missing:
-                missing.append(path)
+            if path not in seen:
+                seen.add(path)
+                if not is_module_file(path, self.root):
+                    missing.append(path)
         return ["Missing module: %s" % p for p in missing]
 
     def load(self):
@@ -4216,7 +4229,6 @@ def off_the_standard_streams(sock):
     fd = sock.fileno()
     if fd > 2:
         return sock
-    import fcntl   # only here: a standard stream closed under the service is rare
     try:
         moved = socket.socket(sock.family, sock.type, sock.proto, fileno=fcntl.fcntl(fd, fcntl.F_DUPFD_CLOEXEC, 3))
     finally:
@@ -4849,7 +4861,6 @@ def file_room():
     the hard limit is usually far higher.
     """
     try:
-        import resource
         soft, hard = resource.getrlimit(resource.RLIMIT_NOFILE)
         target = hard if hard != resource.RLIM_INFINITY else 1 << 20
         if soft != resource.RLIM_INFINITY and soft < target:
@@ -4858,7 +4869,7 @@ def file_room():
                 soft = target
             except (ValueError, OSError):
                 pass
-    except (ImportError, ValueError, OSError):
+    except (ValueError, OSError):
         return None
     return None if soft == resource.RLIM_INFINITY else soft - FD_HEADROOM
 
@@ -4960,6 +4971,12 @@ def out_of_threads_at_boot(records):
     return 1
 
 
+def without_the_token(problems, token):
+    """The configuration's problems with the service token written ``[redacted]`` wherever they
+    quote it: a setting given the token by mistake (``KINDGI_LOG_LEVEL=$TOKEN``, ``--index``)."""
+    return [problem.replace(token, "[redacted]") for problem in problems] if token else problems
+
+
 def write_out(text):
     """``--help`` and ``--version``: ``text`` on stdout, exit code 0; a stdout that is closed or
     takes no writes (``>/dev/full``) is one line on stderr and 1, not a traceback."""
@@ -5013,6 +5030,7 @@ def main(argv=None):
     if lifecycle.thread is None:
         return out_of_threads_at_boot(records)
     if problems:
+        problems = without_the_token(problems, os.environ.get(TOKEN_VAR, "").strip())
         message = problems[0] if len(problems) == 1 and problems[0].startswith("KINDGI_LOG") \
             else "The pack service configuration is invalid"
         records.write("error", message, event="config-invalid", always=True, fields={"problems": problems})
@@ -5024,6 +5042,8 @@ def main(argv=None):
     lifecycle.checking = config.check_only
     if config.handed_index is None:
         raw = read_index(config.index_path, config.limits.silence)
+        if isinstance(raw, str):   # a problem, which quotes the path: `--index $TOKEN` by mistake too
+            raw = without_the_token([raw], os.environ.get(TOKEN_VAR, "").strip())[0]
     else:   # the re-executed image: the bytes the first one read
         raw = read_handed_index(*config.handed_index)
     if raw is None:   # a stop signal came while the index was awaited: the lifecycle thread acts on it and exits
@@ -5059,7 +5079,12 @@ def main(argv=None):
     service = PackService(config, records, pack, kindgi, missing)
     if not service.keep_the_boot_event_loop():
         leave(out_of_threads_at_boot(records), config.limits)
-    leave(serve(config, records, service, lifecycle), config.limits)
+    try:
+        code = serve(config, records, service, lifecycle)
+    except Exception as exc:   # the service's own failure (or pack code that broke it): a record, never a traceback
+        service_failed(records, exc, "Serving")
+        code = 1
+    leave(code, config.limits)
 
 
 # ---------------------------------------------------------------------------

@@ -158,6 +158,25 @@ def test_bad_concurrency_cap(launcher, cap):
         "KINDGI_PACK_SERVICE_MAX_CONCURRENCY must be a positive integer"]
 
 
+TOKEN_BY_MISTAKE = "tok-en-by-mistake-0123"
+
+
+@pytest.mark.parametrize("name", ["KINDGI_PACK_ENV_CHECK", "KINDGI_LOG_LEVEL", "KINDGI_LOG_LEVELS", "PORT"])
+def test_a_setting_given_the_token_by_mistake_never_writes_it(launcher, name):
+    """The problem quotes the value it refuses: the token, when a setting was given it."""
+    env = {name: TOKEN_BY_MISTAKE, "KINDGI_LOG_FORMAT": "json"}
+    record = config_problems(launcher, env, token=TOKEN_BY_MISTAKE)
+    assert record["problems"] and "[redacted]" in record["problems"][0], record
+    assert TOKEN_BY_MISTAKE not in json.dumps(record)
+
+
+def test_an_index_path_that_is_the_token_by_mistake_is_not_written(launcher):
+    code, service = launcher.run(["--index", TOKEN_BY_MISTAKE], token=TOKEN_BY_MISTAKE)
+    assert code == 1 and only_record(service, "boot-failed")["problems"] == [
+        "Cannot read the pack index: [Errno 2] No such file or directory: '[redacted]'"]
+    assert not any(TOKEN_BY_MISTAKE in line for line in service.raw_stderr)
+
+
 def test_host_flag_without_value(launcher):
     record = config_problems(launcher, {}, args=("--index", "/nonexistent/index.json", "--host"))
     assert record["problems"] == ["--host needs an address"]
@@ -355,6 +374,27 @@ def test_a_module_path_holding_a_nul_is_missing(launcher, tmp_path):
     pack.guardrail("c", "\u0000")
     assert boot_problems(launcher, pack.write()) == [
         "Missing module: tools/echo.py\u0000.py", "Missing module: \u0000"]
+
+
+def test_an_absolute_module_path_no_file_can_have_is_missing(launcher, tmp_path):
+    """A NUL, or a lone surrogate, outside the module root: resolving the path raised, and the
+    boot failed as the service's own failure, with a service-error record."""
+    pack = echo_pack(tmp_path)
+    pack.tool("a", "/etc/gr\u0000eet.py")
+    pack.guardrail("c", "/x/\ud800.py")
+    assert boot_problems(launcher, pack.write()) == [
+        "Missing module: /etc/gr\u0000eet.py", "Missing module: /x/\ud800.py"]
+
+
+def test_modules_at_the_root_named_as_the_services_own_do_not_stand_in_for_them(launcher, tmp_path):
+    """The module root is first on sys.path once the pack loads: the service's later import of
+    ``resource`` (and ``fcntl``) found a pack's resource.py, and serving began with a traceback."""
+    pack = echo_pack(tmp_path)
+    pack.module("resource.py", "NAME = 'a pack module'\n")
+    pack.module("fcntl.py", "NAME = 'a pack module'\n")
+    service = launcher.start(pack.write())
+    assert service.call_tool("echo", {"a": 1}).json["output"] == {"a": 1}
+    assert_no_traceback(service)
 
 
 def test_every_import_error_is_a_problem(launcher, tmp_path):
