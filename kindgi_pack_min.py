@@ -297,6 +297,7 @@ REASONS = {200: "OK", 400: "Bad Request", 401: "Unauthorized", 404: "Not Found",
            503: "Service Unavailable", 505: "HTTP Version Not Supported"}
 BIG_ANSWER = 64 * 1024               # a longer answer body goes out in a write of its own, not copied after its head
 TEST_SETTINGS_VAR = "KINDGI_PACK_MIN_TEST"
+MAX_TEST_LIMIT = 3600.0              # a limit a test sets, in seconds: longer ones overflow a wait's deadline
 
 
 class Limits:
@@ -1327,7 +1328,7 @@ def read_test_settings(raw, config):
         name, _, value = entry.partition("=")
         name, value = name.strip(), value.strip()
         try:
-            if name in Limits.NAMES and float(value) > 0:
+            if name in Limits.NAMES and 0 < float(value) <= MAX_TEST_LIMIT:   # not NaN, not forever
                 setattr(config.limits, name, float(value))
             elif name == "connections" and DIGITS.match(value) and int(value) > 0:
                 config.max_connections = int(value)

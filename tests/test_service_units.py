@@ -1621,8 +1621,11 @@ def test_a_good_configuration():
     assert kpm.Limits.head == 10.0, "a test setting changed the shipped limits"
 
 
-@pytest.mark.parametrize("entry", ["head=0", "body=-1", "connections=0", "gc=no", "nothing=1"])
+@pytest.mark.parametrize("entry", ["head=0", "body=-1", "connections=0", "gc=no", "nothing=1",
+                                   "exit_handlers=1e10", "drain=inf", "silence=nan"])
 def test_a_test_setting_must_be_known_and_positive(entry):
+    """And a limit at most an hour: ``exit_handlers=1e10`` overflowed a wait's deadline into a
+    traceback after ``check-passed``."""
     assert kpm.read_test_settings(entry, kpm.Config()) == (
         'KINDGI_PACK_MIN_TEST: "%s" is not a test setting this service knows' % entry)
 
