@@ -4973,9 +4973,19 @@ def out_of_threads_at_boot(records):
 
 
 def without_the_token(problems, token):
-    """The configuration's problems with the service token written ``[redacted]`` wherever they
-    quote it: a setting given the token by mistake (``KINDGI_LOG_LEVEL=$TOKEN``, ``--index``)."""
-    return [problem.replace(token, "[redacted]") for problem in problems] if token else problems
+    """The configuration's problems with the service token written ``[redacted]`` where they
+    quote it as the value they refuse: a setting given the token by mistake
+    (``KINDGI_LOG_LEVEL=$TOKEN``, ``--index $TOKEN``).  Quoted whole only, as JSON or Python
+    quote it: text that merely contains a short token (``e``) is left as it is."""
+    if not token:
+        return problems
+    masks = ((json.dumps(token), '"[redacted]"'), (repr(token), "'[redacted]'"))
+    masked = []
+    for problem in problems:
+        for quoted, mask in masks:
+            problem = problem.replace(quoted, mask)
+        masked.append(problem)
+    return masked
 
 
 def write_out(text):
