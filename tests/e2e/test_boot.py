@@ -367,23 +367,17 @@ def test_missing_modules_stop_the_boot_before_the_env_is_reported_and_the_env_be
     assert events.index("missing-env") < events.index("boot-failed")
 
 
-def test_a_module_path_holding_a_nul_is_missing(launcher, tmp_path):
-    # Python 3.6 and 3.7 raise ValueError for a NUL in a path: a traceback at boot before.
+@pytest.mark.parametrize("tool_path, check_path", [("tools/echo.py\u0000.py", "\u0000"),
+                                                   ("/etc/gr\u0000eet.py", "/x/\ud800.py")],
+                         ids=["relative", "absolute"])
+def test_a_module_path_no_file_can_have_is_missing(launcher, tmp_path, tool_path, check_path):
+    """A NUL (Python 3.6 and 3.7 raise ValueError for one in a path: a traceback at boot before),
+    or a lone surrogate outside the module root: resolving the path raised, and the boot failed
+    as the service's own failure, with a service-error record."""
     pack = echo_pack(tmp_path)
-    pack.tool("a", "tools/echo.py\u0000.py")
-    pack.guardrail("c", "\u0000")
-    assert boot_problems(launcher, pack.write()) == [
-        "Missing module: tools/echo.py\u0000.py", "Missing module: \u0000"]
-
-
-def test_an_absolute_module_path_no_file_can_have_is_missing(launcher, tmp_path):
-    """A NUL, or a lone surrogate, outside the module root: resolving the path raised, and the
-    boot failed as the service's own failure, with a service-error record."""
-    pack = echo_pack(tmp_path)
-    pack.tool("a", "/etc/gr\u0000eet.py")
-    pack.guardrail("c", "/x/\ud800.py")
-    assert boot_problems(launcher, pack.write()) == [
-        "Missing module: /etc/gr\u0000eet.py", "Missing module: /x/\ud800.py"]
+    pack.tool("a", tool_path)
+    pack.guardrail("c", check_path)
+    assert boot_problems(launcher, pack.write()) == ["Missing module: " + tool_path, "Missing module: " + check_path]
 
 
 def test_modules_at_the_root_named_as_the_services_own_do_not_stand_in_for_them(launcher, tmp_path):

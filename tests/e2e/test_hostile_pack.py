@@ -246,17 +246,8 @@ class Liar(dict):
         return True if key == "passed" else dict.get(self, key, default)
 
 
-class SlyText(str):
-    def __str__(self):
-        raise RuntimeError("no text for you")
-
-
-class TextThatFailsAgain(Exception):
-    def __str__(self):
-        return SlyText("boom")
-
-
 def raise_text_that_fails_again():
+    from ..tools.bad import TextThatFailsAgain   # the tools' module, imported before this one
     raise TextThatFailsAgain()
 
 
