@@ -2589,8 +2589,9 @@ def read_envelope(text):
 
 def parse_timeout_ms(raw):
     """``kindgi-timeout-ms``: positive decimal digits (leading zeros too), at most MAX_TIMEOUT_MS;
-    else the default."""
-    number = read_decimal((raw or "").strip())
+    else the default.  Only HTTP's own blanks are trimmed: ``str.strip()`` would take the
+    latin-1 U+00A0 and U+0085 around the digits away too."""
+    number = read_decimal((raw or "").strip(" \t"))
     return min(number, MAX_TIMEOUT_MS) if number else DEFAULT_TIMEOUT_MS
 
 

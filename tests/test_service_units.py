@@ -250,11 +250,14 @@ def test_a_good_envelope_is_the_message():
 
 @pytest.mark.parametrize("raw, ms", [(None, 120000), ("", 120000), (" 700 ", 700), ("0", 120000), ("1.5", 120000),
                                      ("\u0661", 120000), ("9" * 20, 10 ** 12),
-                                     ("0" * 13 + "100", 100), ("0" * 40 + "7", 7), ("0" * 20, 120000)])
+                                     ("0" * 13 + "100", 100), ("0" * 40 + "7", 7), ("0" * 20, 120000),
+                                     ("\xa05", 120000), ("5\x85", 120000), ("\t300\t", 300)])
 def test_timeout_header(raw, ms):
     """Leading zeros are no digits of the number: 13 of them before 100 are 100 ms, as the SDK reads it.
     A longer number is read as 10**12 ms (31 years: no deadline a caller could mean), written out
-    here rather than read from the module under test."""
+    here rather than read from the module under test.  Only HTTP's blanks around it are no part
+    of it: a no-break space (latin-1 U+00A0) or U+0085 makes it no number (a 5 ms deadline
+    before)."""
     assert kpm.parse_timeout_ms(raw) == ms
 
 
