@@ -3823,6 +3823,9 @@ class Watchman:
             for call in self.calls:
                 if not call.watched and not call.pipelined and now - call.started >= self.TICK:
                     self._watch_socket(call)
+            pipelined = [call for call in self.calls if call.pipelined]
+        if pipelined:
+            self._check_pipelined(pipelined)
         try:
             events = self.selector.select(max(0.0, self.wake_at - now))
         except (OSError, ValueError):
@@ -3866,6 +3869,22 @@ class Watchman:
                 pass
         except OSError:
             pass
+
+    def _check_pipelined(self, calls):
+        """Calls whose caller sent its next request: the bytes waiting hide a close from a read,
+        so their sockets are asked about the peer's close itself (POLLRDHUP: Linux's), each round."""
+        poller, by_fd = select.poll(), {}
+        for call in calls:
+            try:
+                fd = call.handler.connection.fileno()
+                poller.register(fd, select.POLLRDHUP)
+            except (ValueError, OSError):
+                continue   # the socket is gone already; the deadline still stands
+            by_fd[fd] = call
+        for fd, events in poller.poll(0):
+            if events & (select.POLLRDHUP | select.POLLHUP | select.POLLERR):
+                self.forget(by_fd[fd])
+                self._settle_apart(by_fd[fd], by_fd[fd].hang_up, "hang-up")
 
     def _check_caller(self, call):
         """The socket turned readable mid-call: the caller left, or pipelined its next request."""

@@ -341,6 +341,27 @@ def test_deadline_holds_when_the_caller_pipelines_its_next_request(service):
                          b'"toolId":"nap"}')
 
 
+def test_a_caller_that_pipelined_its_next_request_and_left_is_seen_to_leave(service):
+    """The waiting bytes of the next request hide the close from a read: the call ran to its end,
+    and the next request ran too, answered into nothing.  The peer's close is asked about itself."""
+    run_id = "pipelined-then-gone"
+    message = {"v": 2, "kind": "invoke", "tool": {"id": "nap"}, "input": {"seconds": 2.5},
+               "ctx": {"tenantId": "t", "runId": run_id}}
+    following = dict(message, tool={"id": "echo"}, input={"after": "the nap"})
+    start = time.monotonic()
+    with socket.create_connection(("127.0.0.1", service.port), timeout=5) as sock:
+        sock.sendall(invoke_bytes(message))
+        time.sleep(0.3)   # mid-call, the socket watched
+        sock.sendall(invoke_bytes(following))
+        time.sleep(0.2)
+    record = service.wait_record("call", where=lambda r: r.get("runId") == run_id)
+    assert (record["toolId"], record["outcome"]) == ("nap", "cancelled"), record
+    assert time.monotonic() - start < 2.0
+    service.wait_record("handler-finished-late", where=lambda r: r.get("runId") == run_id)
+    time.sleep(0.3)   # the next request would have run by now
+    assert [r["toolId"] for r in service.records_of("call") if r.get("runId") == run_id] == ["nap"]
+
+
 @pytest.mark.parametrize("tool_id,fired", [
     ("wait-cancel", "fired=True reason=cancelled"),
     ("async-wait", "async-cancelled reason=cancelled"),
