@@ -3883,8 +3883,7 @@ class Watchman:
             by_fd[fd] = call
         for fd, events in poller.poll(0):
             if events & (select.POLLRDHUP | select.POLLHUP | select.POLLERR):
-                self.forget(by_fd[fd])
-                self._settle_apart(by_fd[fd], by_fd[fd].hang_up, "hang-up")
+                self._caller_left(by_fd[fd])
 
     def _check_caller(self, call):
         """The socket turned readable mid-call: the caller left, or pipelined its next request."""
@@ -3896,11 +3895,14 @@ class Watchman:
         except OSError:
             gone = True
         if gone:
-            self.forget(call)
-            self._settle_apart(call, call.hang_up, "hang-up")
+            self._caller_left(call)
         else:
             call.pipelined = True
             self._unwatch_socket(call)
+
+    def _caller_left(self, call):
+        self.forget(call)
+        self._settle_apart(call, call.hang_up, "hang-up")
 
 
 # ---------------------------------------------------------------------------
